@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Usage: sudo hack/test.sh
+#
+# The project's test command (the README's second command; .ci/run calls it).
+# 1. cargo fmt --check and cargo clippy -D warnings;
+# 2. unit tests, actor tests on the mock CRI, the mock served over gRPC;
+# 3. as root: starts its own containerd (hack/containerd/up.sh, state under
+#    $ACTLET_CONTAINERD_DIR, default /var/lib/actlet-ci), runs the tests that
+#    need a real runtime with ACTLET_REQUIRE_CONTAINERD=1 (so they fail
+#    instead of skipping), and stops that containerd on exit, whatever happens.
+#    Not root: those tests say loudly that they were skipped.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export CARGO_TERM_COLOR=never
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets --locked -- -D warnings
+
+if [ "$(id -u)" -eq 0 ]; then
+    export ACTLET_CONTAINERD_DIR="${ACTLET_CONTAINERD_DIR:-/var/lib/actlet-ci}"
+    step "starting containerd under $ACTLET_CONTAINERD_DIR"
+    cleanup() { step "stopping containerd"; hack/containerd/down.sh --purge || true; }
+    trap cleanup EXIT
+    ACTLET_CRI_ENDPOINT="$(hack/containerd/up.sh)"
+    export ACTLET_CRI_ENDPOINT ACTLET_REQUIRE_CONTAINERD=1
+else
+    echo "WARNING: not root: tests that need containerd will be SKIPPED" >&2
+fi
+
+step "cargo test (unit, mock CRI, containerd)"
+cargo test --locked --all-targets -- --test-threads="${ACTLET_TEST_THREADS:-2}"
+
+step "cargo test --doc"
+cargo test --locked --doc

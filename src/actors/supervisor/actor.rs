@@ -1,0 +1,261 @@
+//! The [`Supervisor`] actor and its builder, [`SupervisorSpec`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, ResponseFuture, Running,
+    WrapFuture,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::engine::{Command, Engine, EngineConfig, deadline_in};
+use super::exit::fail;
+use super::messages::{GetTree, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
+use super::root::{RootFailureHook, RootSupervisor};
+use super::spec::{AnyChildSpec, ChildContext, ChildSpec};
+use super::strategy::{Intensity, Strategy};
+use super::tree::SupervisionTree;
+
+/// How long a nested supervisor gets to stop, by default: as long as its
+/// children's own shutdown timeouts need (OTP's `infinity`).
+pub const SUPERVISOR_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+/// A nested supervisor finishes its children this much before the deadline
+/// its parent gave it, so that it can still report in time.
+const STOP_MARGIN: Duration = Duration::from_millis(10);
+
+/// Builder of a supervisor: name, strategy, intensity and static children
+/// (started in order, stopped in reverse order).
+#[derive(Clone)]
+pub struct SupervisorSpec {
+    name: String,
+    strategy: Strategy,
+    intensity: Intensity,
+    children: Vec<AnyChildSpec>,
+    on_root_failure: Option<RootFailureHook>,
+}
+
+impl fmt::Debug for SupervisorSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SupervisorSpec")
+            .field("name", &self.name)
+            .field("strategy", &self.strategy)
+            .field("intensity", &self.intensity)
+            .field("children", &self.children)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SupervisorSpec {
+    /// A one-for-one supervisor with the default [`Intensity`] and no children.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            strategy: Strategy::default(),
+            intensity: Intensity::default(),
+            children: Vec::new(),
+            on_root_failure: None,
+        }
+    }
+
+    /// Sets the restart strategy.
+    pub fn strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// At most `max_restarts` restarts within `within`, else escalate.
+    pub fn intensity(mut self, max_restarts: u32, within: Duration) -> Self {
+        self.intensity = Intensity::new(max_restarts, within);
+        self
+    }
+
+    /// Appends a static child (a [`ChildSpec`] or a nested [`SupervisorSpec`]).
+    pub fn child(mut self, spec: impl Into<AnyChildSpec>) -> Self {
+        self.children.push(spec.into());
+        self
+    }
+
+    /// What to do when this supervisor, started as the root, gives up
+    /// (default: [`stop_system_on_root_failure`](super::stop_system_on_root_failure)).
+    /// Ignored for nested supervisors, which escalate to their parent.
+    pub fn on_root_failure(mut self, hook: impl Fn(&super::RootFailure) + Send + Sync + 'static) -> Self {
+        self.on_root_failure = Some(Arc::new(hook));
+        self
+    }
+
+    /// This supervisor as a child of another one. Use the returned spec's
+    /// [`child_ref`](ChildSpec::child_ref) to address it.
+    pub fn into_child_spec(self) -> ChildSpec<Supervisor> {
+        let statics = self.children.iter().map(|c| c.inner.clone()).collect::<Vec<_>>();
+        let config = Arc::new(EngineConfig {
+            strategy: self.strategy,
+            intensity: self.intensity,
+            children: statics.clone(),
+        });
+        ChildSpec::with_context(self.name, move |cx| Supervisor::new(config.clone(), cx))
+            .shutdown_timeout(SUPERVISOR_SHUTDOWN_TIMEOUT)
+            .on_stop(|sup: &mut Supervisor, ctx, deadline| {
+                let now = Instant::now();
+                sup.stop_deadline = Some(deadline.checked_sub(STOP_MARGIN).unwrap_or(now).max(now));
+                ctx.stop();
+            })
+            .closes_with(statics)
+    }
+
+    /// Starts this supervisor as the root of a tree on the current arbiter.
+    ///
+    /// # Panics
+    /// Outside a running actix `System` (it spawns on the current arbiter).
+    pub fn start_root(self) -> RootSupervisor {
+        let hook = self.on_root_failure.clone();
+        RootSupervisor::start(self.into_child_spec(), hook)
+    }
+}
+
+impl From<SupervisorSpec> for AnyChildSpec {
+    fn from(spec: SupervisorSpec) -> Self {
+        spec.into_child_spec().into()
+    }
+}
+
+/// A supervisor actor. Build it with [`SupervisorSpec`]; talk to it through
+/// its [`ChildRef`](super::ChildRef) with [`GetTree`], [`StartChild`],
+/// [`StopChild`] and [`Shutdown`].
+pub struct Supervisor {
+    path: String,
+    tree: SupervisionTree,
+    commands: mpsc::UnboundedSender<Command>,
+    engine: Option<Engine>,
+    engine_done: bool,
+    shutdown_requested: bool,
+    stop_deadline: Option<Instant>,
+}
+
+impl fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    fn new(config: Arc<EngineConfig>, cx: &ChildContext) -> Self {
+        let (commands, rx) = mpsc::unbounded_channel();
+        Self {
+            path: cx.path.clone(),
+            tree: cx.tree.clone(),
+            commands,
+            engine: Some(Engine::new(cx.path.clone(), cx.tree.clone(), config, rx)),
+            engine_done: false,
+            shutdown_requested: false,
+            stop_deadline: None,
+        }
+    }
+
+    /// Path of this supervisor in the tree.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The live tree this supervisor belongs to.
+    pub fn tree(&self) -> &SupervisionTree {
+        &self.tree
+    }
+
+    fn request_shutdown(
+        &mut self,
+        deadline: Instant,
+        reply: Option<oneshot::Sender<Result<ShutdownReport, SupervisorError>>>,
+    ) {
+        self.shutdown_requested = true;
+        let _ = self.commands.send(Command::Shutdown { deadline, reply });
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(engine) = self.engine.take() {
+            ctx.spawn(engine.run().into_actor(self).map(|outcome, sup: &mut Self, ctx| {
+                sup.engine_done = true;
+                match outcome {
+                    Ok(()) => ctx.stop(),
+                    Err(reason) => fail(ctx, reason),
+                }
+            }));
+        }
+    }
+
+    fn stopping(&mut self, _: &mut Context<Self>) -> Running {
+        // Done, or being dropped outside the runtime (nothing can be awaited).
+        if self.engine_done || tokio::runtime::Handle::try_current().is_err() {
+            return Running::Stop;
+        }
+        // Stop the children first; the engine stops the actor when done.
+        if !self.shutdown_requested {
+            let deadline = self
+                .stop_deadline
+                .unwrap_or_else(|| deadline_in(SUPERVISOR_SHUTDOWN_TIMEOUT));
+            self.request_shutdown(deadline, None);
+        }
+        Running::Continue
+    }
+}
+
+impl Handler<GetTree> for Supervisor {
+    type Result = MessageResult<GetTree>;
+
+    fn handle(&mut self, _: GetTree, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.tree.subtree(&self.path))
+    }
+}
+
+/// Forwards a command to the engine and awaits its reply.
+fn forward<T: 'static>(
+    sup: &Supervisor,
+    command: impl FnOnce(oneshot::Sender<Result<T, SupervisorError>>) -> Command,
+) -> ResponseFuture<Result<T, SupervisorError>> {
+    let (tx, rx) = oneshot::channel();
+    let sent = !sup.shutdown_requested && sup.commands.send(command(tx)).is_ok();
+    Box::pin(async move {
+        if !sent {
+            return Err(SupervisorError::ShuttingDown);
+        }
+        rx.await.unwrap_or(Err(SupervisorError::ShuttingDown))
+    })
+}
+
+impl Handler<StartChild> for Supervisor {
+    type Result = ResponseFuture<Result<String, SupervisorError>>;
+
+    fn handle(&mut self, StartChild(spec): StartChild, _: &mut Context<Self>) -> Self::Result {
+        forward(self, |reply| Command::Start(spec.inner, reply))
+    }
+}
+
+impl Handler<StopChild> for Supervisor {
+    type Result = ResponseFuture<Result<super::ExitReason, SupervisorError>>;
+
+    fn handle(&mut self, StopChild(name): StopChild, _: &mut Context<Self>) -> Self::Result {
+        forward(self, |reply| Command::Stop(name, reply))
+    }
+}
+
+impl Handler<Shutdown> for Supervisor {
+    type Result = ResponseFuture<Result<ShutdownReport, SupervisorError>>;
+
+    fn handle(&mut self, msg: Shutdown, _: &mut Context<Self>) -> Self::Result {
+        let deadline = deadline_in(msg.deadline);
+        let response = forward(self, |reply| Command::Shutdown {
+            deadline,
+            reply: Some(reply),
+        });
+        self.shutdown_requested = true;
+        response
+    }
+}

@@ -1,0 +1,418 @@
+//! The async core of a supervisor: starts children, watches their exits,
+//! applies the strategy and the intensity limit, and stops children in
+//! reverse start order. It runs as one future inside the [`Supervisor`]
+//! actor's context, so every step is a plain `.await` and a panic in it is
+//! the supervisor's own (contained) panic.
+//!
+//! [`Supervisor`]: super::Supervisor
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, timeout_at};
+
+use super::exit::ExitReason;
+use super::instance::{ExitNotifier, InstanceControl};
+use super::messages::{ShutdownReport, SupervisorError};
+use super::spec::{ChildContext, ErasedSpec};
+use super::strategy::{Intensity, RestartPolicy, RestartWindow, Strategy};
+use super::tree::{ChildInfo, ChildState, Failure, SupervisionTree};
+
+/// How long a killed instance gets to report its exit.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+/// The farthest deadline used ("no deadline").
+const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// `now + d`, capped at [`FOREVER`].
+pub(crate) fn deadline_in(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d.min(FOREVER)).unwrap_or(now)
+}
+
+/// Requests forwarded by the supervisor actor's handlers.
+pub(crate) enum Command {
+    Start(Arc<dyn ErasedSpec>, oneshot::Sender<Result<String, SupervisorError>>),
+    Stop(String, oneshot::Sender<Result<ExitReason, SupervisorError>>),
+    Shutdown {
+        deadline: Instant,
+        reply: Option<oneshot::Sender<Result<ShutdownReport, SupervisorError>>>,
+    },
+}
+
+/// An instance ended.
+struct Exit {
+    id: u64,
+    generation: u64,
+    reason: ExitReason,
+}
+
+struct Child {
+    id: u64,
+    spec: Arc<dyn ErasedSpec>,
+    path: String,
+    dynamic: bool,
+    generation: u64,
+    /// `Some` while an instance runs (or its failed start is being reported).
+    control: Option<InstanceControl>,
+    restarts: u64,
+    window: RestartWindow,
+}
+
+/// Static configuration of a supervisor.
+pub(crate) struct EngineConfig {
+    pub(crate) strategy: Strategy,
+    pub(crate) intensity: Intensity,
+    pub(crate) children: Vec<Arc<dyn ErasedSpec>>,
+}
+
+pub(crate) struct Engine {
+    path: String,
+    tree: SupervisionTree,
+    config: Arc<EngineConfig>,
+    children: Vec<Child>,
+    next_id: u64,
+    window: RestartWindow,
+    exits_tx: mpsc::UnboundedSender<Exit>,
+    exits_rx: mpsc::UnboundedReceiver<Exit>,
+    deferred: VecDeque<Exit>,
+    commands: mpsc::UnboundedReceiver<Command>,
+}
+
+enum Event {
+    Exit(Exit),
+    Command(Option<Command>),
+}
+
+impl Engine {
+    pub(crate) fn new(
+        path: String,
+        tree: SupervisionTree,
+        config: Arc<EngineConfig>,
+        commands: mpsc::UnboundedReceiver<Command>,
+    ) -> Self {
+        let (exits_tx, exits_rx) = mpsc::unbounded_channel();
+        Self {
+            path,
+            tree,
+            config,
+            children: Vec::new(),
+            next_id: 0,
+            window: RestartWindow::default(),
+            exits_tx,
+            exits_rx,
+            deferred: VecDeque::new(),
+            commands,
+        }
+    }
+
+    /// Runs until a shutdown (`Ok`) or an escalation (`Err(reason)`).
+    pub(crate) async fn run(mut self) -> Result<(), String> {
+        self.tree.remove_descendants(&self.path);
+        for spec in self.config.children.clone() {
+            let idx = self.add(spec, false);
+            self.start_or_report(idx);
+        }
+        loop {
+            let event = match self.deferred.pop_front() {
+                Some(exit) => Event::Exit(exit),
+                None => tokio::select! {
+                    biased;
+                    Some(exit) = self.exits_rx.recv() => Event::Exit(exit),
+                    command = self.commands.recv() => Event::Command(command),
+                },
+            };
+            match event {
+                Event::Exit(exit) => self.on_exit(exit).await?,
+                Event::Command(Some(Command::Start(spec, reply))) => {
+                    let _ = reply.send(self.start_dynamic(spec));
+                }
+                Event::Command(Some(Command::Stop(name, reply))) => {
+                    let _ = reply.send(self.stop_by_name(&name).await);
+                }
+                Event::Command(Some(Command::Shutdown { deadline, reply })) => {
+                    let report = self.terminate_all(deadline).await;
+                    if let Some(reply) = reply {
+                        let _ = reply.send(Ok(report));
+                    }
+                    return Ok(());
+                }
+                Event::Command(None) => {
+                    self.terminate_all(deadline_in(FOREVER)).await;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, spec: Arc<dyn ErasedSpec>, dynamic: bool) -> usize {
+        let id = self.next_id;
+        self.next_id += 1;
+        let path = format!("{}/{}", self.path, spec.name());
+        self.tree.insert(ChildInfo::new(
+            path.clone(),
+            spec.name().to_owned(),
+            spec.kind(),
+            spec.policy(),
+        ));
+        self.children.push(Child {
+            id,
+            spec,
+            path,
+            dynamic,
+            generation: 0,
+            control: None,
+            restarts: 0,
+            window: RestartWindow::default(),
+        });
+        self.children.len() - 1
+    }
+
+    /// Builds and spawns a fresh instance of child `idx`.
+    fn start_instance(&mut self, idx: usize) -> Result<(), ExitReason> {
+        let child = &mut self.children[idx];
+        child.generation += 1;
+        let (id, generation) = (child.id, child.generation);
+        let cx = ChildContext {
+            path: child.path.clone(),
+            name: child.spec.name().to_owned(),
+            generation,
+            tree: self.tree.clone(),
+        };
+        let exits = self.exits_tx.clone();
+        let notify: ExitNotifier = Box::new(move |reason| {
+            let _ = exits.send(Exit { id, generation, reason });
+        });
+        self.tree.update(&child.path, |info| {
+            info.state = ChildState::Starting;
+            info.generation = generation;
+        });
+        let control = child.spec.start(cx, notify)?;
+        child.control = Some(control);
+        self.tree.update(&child.path, |info| {
+            info.state = ChildState::Running;
+            info.started_at = Some(SystemTime::now());
+        });
+        tracing::debug!(child = %child.path, generation, "child started");
+        Ok(())
+    }
+
+    /// Starts child `idx`; a failed start is handled like an exit.
+    fn start_or_report(&mut self, idx: usize) {
+        if let Err(reason) = self.start_instance(idx) {
+            let child = &mut self.children[idx];
+            child.control = Some(InstanceControl::default());
+            self.deferred.push_back(Exit {
+                id: child.id,
+                generation: child.generation,
+                reason,
+            });
+        }
+    }
+
+    async fn on_exit(&mut self, exit: Exit) -> Result<(), String> {
+        let Some(idx) = self.children.iter().position(|c| c.id == exit.id) else {
+            return Ok(());
+        };
+        let child = &mut self.children[idx];
+        if child.generation != exit.generation || child.control.take().is_none() {
+            return Ok(()); // a stale report from an instance already dealt with
+        }
+        let path = child.path.clone();
+        let policy = child.spec.policy();
+        let abnormal = exit.reason.is_abnormal();
+        self.tree.mark_descendants_stopped(&path);
+        if abnormal {
+            tracing::warn!(supervisor = %self.path, child = %path, reason = %exit.reason, "child exited abnormally");
+            let failure = Failure {
+                reason: exit.reason.clone(),
+                at: SystemTime::now(),
+            };
+            self.tree.update(&path, |info| info.last_failure = Some(failure));
+        } else {
+            tracing::info!(supervisor = %self.path, child = %path, "child stopped");
+        }
+        if !policy.should_restart(&exit.reason) {
+            let state = if abnormal {
+                ChildState::Failed
+            } else {
+                ChildState::Stopped
+            };
+            self.tree.update(&path, |info| info.state = state);
+            self.retire(idx);
+            return Ok(());
+        }
+        let intensity = self.config.intensity;
+        let restarts = self.window.record(Instant::now(), intensity.within);
+        if restarts > intensity.max_restarts as usize {
+            self.tree.update(&path, |info| info.state = ChildState::Failed);
+            let reason = format!(
+                "supervisor {}: restart intensity exceeded ({restarts} restarts within {:?}, limit {}); last failure: {path} {}",
+                self.path, intensity.within, intensity.max_restarts, exit.reason
+            );
+            tracing::error!(supervisor = %self.path, child = %path, last_failure = %exit.reason, "restart intensity exceeded; escalating");
+            self.terminate_all(deadline_in(FOREVER)).await;
+            return Err(reason);
+        }
+        self.tree.update(&path, |info| info.state = ChildState::Restarting);
+        self.restart_with_strategy(idx).await;
+        Ok(())
+    }
+
+    /// Restarts child `failed` and, per the strategy, its siblings.
+    async fn restart_with_strategy(&mut self, failed: usize) {
+        let running = |c: &Child| c.control.is_some();
+        let siblings: Vec<usize> = match self.config.strategy {
+            Strategy::OneForOne => Vec::new(),
+            Strategy::OneForAll => (0..self.children.len())
+                .filter(|&j| j != failed && running(&self.children[j]))
+                .collect(),
+            Strategy::RestForOne => (failed + 1..self.children.len())
+                .filter(|&j| running(&self.children[j]))
+                .collect(),
+        };
+        for &j in siblings.iter().rev() {
+            self.stop_child(j, deadline_in(FOREVER)).await;
+            self.tree
+                .update(&self.children[j].path, |info| info.state = ChildState::Restarting);
+        }
+        let mut restart = siblings;
+        restart.push(failed);
+        restart.sort_unstable();
+        let mut retire = Vec::new();
+        let now = Instant::now();
+        for j in restart {
+            let child = &mut self.children[j];
+            if j != failed && child.spec.policy() == RestartPolicy::Temporary {
+                retire.push(j); // OTP: temporary children are never restarted
+                continue;
+            }
+            child.restarts += 1;
+            let (restarts, in_window) = (child.restarts, child.window.record(now, self.config.intensity.within));
+            self.tree.update(&child.path, |info| {
+                info.restarts = restarts;
+                info.restarts_in_window = in_window;
+            });
+            tracing::info!(supervisor = %self.path, child = %child.path, restarts, "restarting child");
+            self.start_or_report(j);
+        }
+        for j in retire.into_iter().rev() {
+            self.tree
+                .update(&self.children[j].path, |info| info.state = ChildState::Stopped);
+            self.retire(j);
+        }
+    }
+
+    /// Orderly stop of child `j`, dropped if still alive at `deadline` or
+    /// after its shutdown timeout. `None` if it was not running; else how it
+    /// ended and whether it had to be killed.
+    async fn stop_child(&mut self, j: usize, deadline: Instant) -> Option<(ExitReason, bool)> {
+        let child = &mut self.children[j];
+        let until = deadline.min(deadline_in(child.spec.shutdown_timeout()));
+        let (id, generation, path) = (child.id, child.generation, child.path.clone());
+        child.control.as_mut()?.request_stop(until);
+        self.tree.update(&path, |info| info.state = ChildState::Stopping);
+        let (reason, killed) = match self.await_exit(id, generation, until).await {
+            Some(reason) => (reason, false),
+            None => {
+                tracing::warn!(supervisor = %self.path, child = %path, "child did not stop in time; dropping it");
+                if let Some(control) = self.children[j].control.as_mut() {
+                    control.kill();
+                }
+                let reason = self.await_exit(id, generation, deadline_in(KILL_GRACE)).await;
+                (reason.unwrap_or(ExitReason::Killed), true)
+            }
+        };
+        self.children[j].control = None;
+        self.tree.update(&path, |info| info.state = ChildState::Stopped);
+        self.tree.mark_descendants_stopped(&path);
+        Some((reason, killed))
+    }
+
+    /// Waits for the exit of instance `generation` of child `id` until `until`,
+    /// keeping other exits for later.
+    async fn await_exit(&mut self, id: u64, generation: u64, until: Instant) -> Option<ExitReason> {
+        let matches = |e: &Exit| e.id == id && e.generation == generation;
+        if let Some(pos) = self.deferred.iter().position(matches) {
+            return self.deferred.remove(pos).map(|e| e.reason);
+        }
+        loop {
+            match timeout_at(until, self.exits_rx.recv()).await {
+                Ok(Some(exit)) if matches(&exit) => return Some(exit.reason),
+                Ok(Some(exit)) => self.deferred.push_back(exit),
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+
+    /// Stops every running child in reverse start order within `deadline`;
+    /// dynamic children are then forgotten.
+    async fn terminate_all(&mut self, deadline: Instant) -> ShutdownReport {
+        let mut report = ShutdownReport::default();
+        for j in (0..self.children.len()).rev() {
+            if let Some((_, killed)) = self.stop_child(j, deadline).await {
+                let path = self.children[j].path.clone();
+                if killed {
+                    report.killed.push(path);
+                } else {
+                    report.stopped.push(path);
+                }
+            }
+        }
+        for j in (0..self.children.len()).rev() {
+            if self.children[j].dynamic {
+                self.retire(j);
+            }
+        }
+        report
+    }
+
+    /// Closes the child's mailbox; a dynamic child is also forgotten.
+    fn retire(&mut self, idx: usize) {
+        self.children[idx].spec.close();
+        if self.children[idx].dynamic {
+            let child = self.children.remove(idx);
+            self.tree.remove_subtree(&child.path);
+        }
+    }
+
+    fn start_dynamic(&mut self, spec: Arc<dyn ErasedSpec>) -> Result<String, SupervisorError> {
+        let name = spec.name().to_owned();
+        if self.children.iter().any(|c| c.spec.name() == name) {
+            return Err(SupervisorError::AlreadyExists(name));
+        }
+        let idx = self.add(spec, true);
+        match self.start_instance(idx) {
+            Ok(()) => Ok(self.children[idx].path.clone()),
+            Err(reason) => {
+                self.retire(idx);
+                Err(SupervisorError::StartFailed { name, reason })
+            }
+        }
+    }
+
+    async fn stop_by_name(&mut self, name: &str) -> Result<ExitReason, SupervisorError> {
+        let idx = self
+            .children
+            .iter()
+            .position(|c| c.spec.name() == name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_owned()))?;
+        let timeout = self.children[idx].spec.shutdown_timeout();
+        let (reason, _) = self
+            .stop_child(idx, deadline_in(timeout))
+            .await
+            .ok_or_else(|| SupervisorError::NotRunning(name.to_owned()))?;
+        self.retire(idx);
+        Ok(reason)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Killed mid-flight: dynamic children will never come back.
+        for child in self.children.iter().filter(|c| c.dynamic) {
+            child.spec.close();
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Child specifications: how to build (and rebuild) a child, type-erased so a
+//! supervisor can hold children of different actor types.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, WrapFuture};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::child_ref::ChildRef;
+use super::exit::{ExitReason, panic_message};
+use super::instance::{ExitNotifier, InstanceControl, spawn_contained};
+use super::mailbox::{Mailbox, MailboxDrain};
+use super::strategy::RestartPolicy;
+use super::tree::SupervisionTree;
+
+/// Default mailbox capacity of a child.
+pub const DEFAULT_MAILBOX_CAPACITY: usize = 1024;
+/// Default time a child gets to stop in order before it is dropped.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a factory knows about the instance it is building.
+#[derive(Debug, Clone)]
+pub struct ChildContext {
+    pub(crate) path: String,
+    pub(crate) name: String,
+    pub(crate) generation: u64,
+    pub(crate) tree: SupervisionTree,
+}
+
+impl ChildContext {
+    /// Path of the child in the tree, e.g. `root/pod-workers/pod-1234`.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+    /// Name of the child.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// 1 for the first instance, +1 for every restart (per supervisor instance).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The live tree this child belongs to.
+    pub fn tree(&self) -> &SupervisionTree {
+        &self.tree
+    }
+}
+
+type Factory<A> = Arc<dyn Fn(&ChildContext) -> A + Send + Sync>;
+type StopHook<A> = Arc<dyn Fn(&mut A, &mut Context<A>, Instant) + Send + Sync>;
+
+/// How to build a child of type `A`: its name, a factory called for every
+/// (re)start, its restart policy, shutdown timeout and mailbox.
+///
+/// The mailbox is created with the spec, so [`child_ref`](Self::child_ref)
+/// can hand out addresses before the child ever starts.
+pub struct ChildSpec<A: Actor<Context = Context<A>>> {
+    name: Arc<str>,
+    factory: Factory<A>,
+    policy: RestartPolicy,
+    shutdown_timeout: Duration,
+    mailbox: Arc<Mailbox<A>>,
+    on_stop: Option<StopHook<A>>,
+    closes_with: Vec<Arc<dyn ErasedSpec>>,
+}
+
+impl<A: Actor<Context = Context<A>>> fmt::Debug for ChildSpec<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChildSpec")
+            .field("name", &self.name)
+            .field("kind", &short_type_name::<A>())
+            .field("policy", &self.policy)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
+    /// A permanent child built by `factory` (called again, for a fresh value,
+    /// on every restart).
+    ///
+    /// # Panics
+    /// If `name` is empty or contains `/`.
+    pub fn new(name: impl Into<String>, factory: impl Fn() -> A + Send + Sync + 'static) -> Self {
+        Self::with_context(name, move |_| factory())
+    }
+
+    /// Like [`new`](Self::new), the factory also gets the [`ChildContext`].
+    ///
+    /// # Panics
+    /// If `name` is empty or contains `/`.
+    pub fn with_context(name: impl Into<String>, factory: impl Fn(&ChildContext) -> A + Send + Sync + 'static) -> Self {
+        let name: String = name.into();
+        assert!(
+            !name.is_empty() && !name.contains('/'),
+            "child name {name:?} must be non-empty, without '/'"
+        );
+        Self {
+            name: name.into(),
+            factory: Arc::new(factory),
+            policy: RestartPolicy::Permanent,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            mailbox: Mailbox::new(DEFAULT_MAILBOX_CAPACITY),
+            on_stop: None,
+            closes_with: Vec::new(),
+        }
+    }
+
+    /// Sets the restart policy (default [`RestartPolicy::Permanent`]).
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Time the child gets to stop in order before it is dropped
+    /// (default [`DEFAULT_SHUTDOWN_TIMEOUT`]).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Mailbox capacity (default [`DEFAULT_MAILBOX_CAPACITY`]). Replaces the
+    /// mailbox: call it before [`child_ref`](Self::child_ref).
+    ///
+    /// # Panics
+    /// If `capacity` is 0.
+    pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
+        self.mailbox = Mailbox::new(capacity);
+        self
+    }
+
+    /// How an orderly stop is carried out (default: `ctx.stop()`); the hook
+    /// gets the deadline after which the instance will be dropped.
+    pub fn on_stop(mut self, hook: impl Fn(&mut A, &mut Context<A>, Instant) + Send + Sync + 'static) -> Self {
+        self.on_stop = Some(Arc::new(hook));
+        self
+    }
+
+    /// Specs whose mailboxes close when this child is retired (a nested
+    /// supervisor's static children).
+    pub(crate) fn closes_with(mut self, specs: Vec<Arc<dyn ErasedSpec>>) -> Self {
+        self.closes_with = specs;
+        self
+    }
+
+    /// The child's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A stable address of the child, valid before it starts and across restarts.
+    pub fn child_ref(&self) -> ChildRef<A> {
+        ChildRef::new(self.name.clone(), self.mailbox.clone())
+    }
+}
+
+/// A child spec of any actor type, as held by supervisors and sent in
+/// [`StartChild`](super::StartChild).
+#[derive(Clone)]
+pub struct AnyChildSpec {
+    pub(crate) inner: Arc<dyn ErasedSpec>,
+}
+
+impl AnyChildSpec {
+    /// The child's name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+}
+
+impl fmt::Debug for AnyChildSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnyChildSpec")
+            .field("name", &self.inner.name())
+            .field("kind", &self.inner.kind())
+            .finish()
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> From<ChildSpec<A>> for AnyChildSpec {
+    fn from(spec: ChildSpec<A>) -> Self {
+        Self { inner: Arc::new(spec) }
+    }
+}
+
+/// The type-erased face of a [`ChildSpec`] that supervisors work with.
+pub(crate) trait ErasedSpec: Send + Sync {
+    fn name(&self) -> &str;
+    fn kind(&self) -> &'static str;
+    fn policy(&self) -> RestartPolicy;
+    fn shutdown_timeout(&self) -> Duration;
+    /// Builds a fresh instance and spawns it, contained, on the current
+    /// arbiter; `Err` if the factory panicked (nothing was spawned).
+    fn start(&self, cx: ChildContext, notify: ExitNotifier) -> Result<InstanceControl, ExitReason>;
+    /// Retires the mailbox (and those of `closes_with`, recursively).
+    fn close(&self);
+}
+
+impl<A: Actor<Context = Context<A>>> ErasedSpec for ChildSpec<A> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &'static str {
+        short_type_name::<A>()
+    }
+
+    fn policy(&self) -> RestartPolicy {
+        self.policy
+    }
+
+    fn shutdown_timeout(&self) -> Duration {
+        self.shutdown_timeout
+    }
+
+    fn start(&self, cx: ChildContext, notify: ExitNotifier) -> Result<InstanceControl, ExitReason> {
+        let factory = &self.factory;
+        let actor = catch_unwind(AssertUnwindSafe(|| factory(&cx)))
+            .map_err(|payload| ExitReason::Panicked(panic_message(&*payload)))?;
+        let mut ctx = Context::<A>::new();
+        ctx.spawn(MailboxDrain::new(self.mailbox.open()));
+        let (stop_tx, stop_rx) = oneshot::channel::<Instant>();
+        let on_stop = self.on_stop.clone();
+        ctx.spawn(
+            stop_rx
+                .into_actor(&actor)
+                .map(move |request, act, ctx| match (request, on_stop) {
+                    (Ok(deadline), Some(hook)) => hook(act, ctx, deadline),
+                    _ => ctx.stop(),
+                }),
+        );
+        Ok(spawn_contained(ctx.into_future(actor), stop_tx, notify))
+    }
+
+    fn close(&self) {
+        self.mailbox.close();
+        for spec in &self.closes_with {
+            spec.close();
+        }
+    }
+}
+
+/// `my_crate::actors::PodWorker<X>` → `PodWorker`.
+pub(crate) fn short_type_name<T: ?Sized>() -> &'static str {
+    let full = std::any::type_name::<T>();
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
+}

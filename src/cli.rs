@@ -1,0 +1,194 @@
+//! The `actlet` command line: upstream kubelet flag names, parsed with clap.
+//!
+//! Flags keep the kubelet's spelling (`--pod-manifest-path`,
+//! `--container-runtime-endpoint`, …) so existing unit files and scripts work.
+//! A bad flag is reported by clap with the flag's name and exit code 2.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// actlet: a Kubernetes node agent (kubelet) built as a supervised actor system.
+#[derive(Debug, Parser)]
+#[command(name = "actlet", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// A subcommand; without one, actlet runs the node agent.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Node agent flags.
+    #[command(flatten)]
+    pub flags: KubeletFlags,
+}
+
+/// Subcommands besides running the node agent.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the actlet version and exit.
+    Version,
+    /// Serve the scriptable mock CRI runtime over gRPC (for tests and crictl).
+    MockCri(MockCriArgs),
+}
+
+/// `actlet mock-cri` arguments.
+#[derive(Debug, Args)]
+pub struct MockCriArgs {
+    /// The socket to serve on, e.g. unix:///tmp/mock-cri.sock.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub listen: String,
+}
+
+/// The node agent's flags (upstream names; see `kubelet --help`).
+#[derive(Debug, Clone, Args)]
+pub struct KubeletFlags {
+    /// Path to a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, YAML or JSON). Flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Path to a kubeconfig for the API server. Without it actlet runs standalone (static pods only).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Directory of static pod manifests (staticPodPath).
+    #[arg(long, value_name = "DIR")]
+    pub pod_manifest_path: Option<PathBuf>,
+
+    /// URL to fetch static pod manifests from (staticPodURL).
+    #[arg(long, value_name = "URL")]
+    pub manifest_url: Option<String>,
+
+    /// HTTP header for --manifest-url requests, 'Key:Value'; repeatable (staticPodURLHeader).
+    #[arg(long, value_name = "KEY:VALUE")]
+    pub manifest_url_header: Vec<String>,
+
+    /// The CRI endpoint (containerRuntimeEndpoint).
+    #[arg(
+        long,
+        value_name = "ENDPOINT",
+        default_value = "unix:///run/containerd/containerd.sock"
+    )]
+    pub container_runtime_endpoint: String,
+
+    /// Timeout of every runtime request except long-running ones (runtimeRequestTimeout).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2m")]
+    pub runtime_request_timeout: Duration,
+
+    /// Directory for actlet's files (volume mounts, pod dirs).
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/kubelet")]
+    pub root_dir: PathBuf,
+
+    /// The node's IP address (reported as hostIP); detected when unset.
+    #[arg(long, value_name = "IP")]
+    pub node_ip: Option<String>,
+
+    /// Use this name as the node name instead of the hostname.
+    #[arg(long, value_name = "NAME")]
+    pub hostname_override: Option<String>,
+
+    /// Max period between synchronizing running containers (syncFrequency).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1m")]
+    pub sync_frequency: Duration,
+
+    /// How often the static pod directory is re-read (fileCheckFrequency).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
+    pub file_check_frequency: Duration,
+
+    /// How often --manifest-url is polled (httpCheckFrequency).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
+    pub http_check_frequency: Duration,
+
+    /// Read-only HTTP port (/pods, /healthz); 0 disables (readOnlyPort).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub read_only_port: u16,
+
+    /// Healthz port on --healthz-bind-address; 0 disables (healthzPort).
+    #[arg(long, value_name = "PORT", default_value_t = 10248)]
+    pub healthz_port: u16,
+
+    /// Address of the healthz server (healthzBindAddress).
+    #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+    pub healthz_bind_address: std::net::IpAddr,
+
+    /// Address the read-only server binds to.
+    #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
+    pub address: std::net::IpAddr,
+
+    /// Log verbosity (klog style 0-10); RUST_LOG overrides it.
+    #[arg(long = "v", short = 'v', value_name = "LEVEL", default_value_t = 0)]
+    pub verbosity: u8,
+}
+
+/// Parses a Go-style duration such as `2m`, `20s`, `1m30s`, `100ms`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?}: {e}"))
+}
+
+/// The tracing filter for a klog verbosity level: 0-1 info, 2-3 debug, 4+ trace
+/// (for actlet's own modules; dependencies stay at warn).
+pub fn log_filter(verbosity: u8) -> String {
+    let level = match verbosity {
+        0 | 1 => "info",
+        2 | 3 => "debug",
+        _ => "trace",
+    };
+    format!("warn,actlet={level}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("actlet").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn upstream_flag_names_parse() {
+        let cli = parse(&[
+            "--pod-manifest-path=/etc/kubernetes/manifests",
+            "--container-runtime-endpoint",
+            "unix:///run/x.sock",
+            "--root-dir=/tmp/r",
+            "--hostname-override=node-a",
+            "--runtime-request-timeout=30s",
+            "--v=4",
+        ])
+        .unwrap();
+        let f = cli.flags;
+        assert_eq!(f.pod_manifest_path.unwrap(), PathBuf::from("/etc/kubernetes/manifests"));
+        assert_eq!(f.container_runtime_endpoint, "unix:///run/x.sock");
+        assert_eq!(f.runtime_request_timeout, Duration::from_secs(30));
+        assert_eq!(f.hostname_override.as_deref(), Some("node-a"));
+        assert_eq!(f.verbosity, 4);
+        assert!(cli.command.is_none());
+    }
+
+    #[test]
+    fn defaults_are_upstreams() {
+        let f = parse(&[]).unwrap().flags;
+        assert_eq!(f.runtime_request_timeout, Duration::from_secs(120));
+        assert_eq!(f.sync_frequency, Duration::from_secs(60));
+        assert_eq!(f.file_check_frequency, Duration::from_secs(20));
+        assert_eq!(f.root_dir, PathBuf::from("/var/lib/kubelet"));
+        assert_eq!(f.healthz_port, 10248);
+    }
+
+    #[test]
+    fn bad_flag_is_a_usage_error_naming_it() {
+        let err = parse(&["--no-such-flag"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("--no-such-flag"));
+        let err = parse(&["--sync-frequency=soon"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("soon"), "{err}");
+    }
+
+    #[test]
+    fn subcommands_parse() {
+        assert!(matches!(parse(&["version"]).unwrap().command, Some(Command::Version)));
+        match parse(&["mock-cri", "--listen", "unix:///tmp/m.sock"]).unwrap().command {
+            Some(Command::MockCri(a)) => assert_eq!(a.listen, "unix:///tmp/m.sock"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! [`FileSource`]: the `staticPodPath` source (upstream `sourceFile`).
+//!
+//! # Expected flow
+//! 1. On start, every [`FileSourceConfig::check_frequency`] (20 s) and after
+//!    a burst of inotify events (coalesced for [`FileSourceConfig::debounce`],
+//!    100 ms), the actor reads the whole path on the blocking pool
+//!    ([`file_scan::scan`]); at most one read runs at a time, and a request
+//!    during a read queues exactly one more.
+//! 2. Each completed read becomes one [`SourceSnapshot`] (all pods of the
+//!    path, and the manifests in error) sent to the recipient.
+//!
+//! # Guarantees
+//! - The actor thread never touches the file system.
+//! - A manifest that breaks (parse, validation, read error) keeps its last
+//!   good pods in the snapshot and is listed in `errors`, logged with
+//!   `warn!(file, reason)` when the error first appears or changes
+//!   ([`LastGoodManifests`], [`ManifestErrorLog`]).
+//! - A path that does not exist gives an empty snapshot (upstream: the
+//!   source is seen, its pods are removed), logged once per disappearance.
+//!   A path that exists but cannot be listed sends nothing: the previous
+//!   snapshot stands.
+//!
+//! # Caveats
+//! inotify is a hint, not the source of truth: if the watch cannot be set
+//! up (no directory yet, inotify limits), that is logged once and the
+//! periodic read carries on; every read retries the watch, and a directory
+//! that was deleted or replaced is watched again.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::actors::supervisor::SupervisedRecipient;
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle, WeakAddr, WrapFuture};
+
+use crate::config::error_log::ManifestErrorLog;
+use crate::config::file_scan::{self, ScanOutcome};
+use crate::config::file_watch::{DirWatch, WatchTarget, start_watch};
+use crate::config::last_good::LastGoodManifests;
+use crate::messages::pod_update::{PodSource, SourceSnapshot};
+
+/// Settings of a [`FileSource`].
+#[derive(Clone, Debug)]
+pub struct FileSourceConfig {
+    /// `staticPodPath`: a directory of manifests, or one manifest file.
+    pub path: PathBuf,
+    /// This node's name (static pod names get `-<nodeName>`).
+    pub node_name: String,
+    /// `fileCheckFrequency`: the periodic full re-read.
+    pub check_frequency: Duration,
+    /// Also re-read on inotify events.
+    pub watch: bool,
+    /// How long a burst of inotify events is coalesced before one re-read.
+    pub debounce: Duration,
+}
+
+impl FileSourceConfig {
+    /// Upstream's default `fileCheckFrequency`.
+    pub const DEFAULT_CHECK_FREQUENCY: Duration = Duration::from_secs(20);
+    /// Default inotify debounce.
+    pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(100);
+
+    /// Defaults: 20 s period, inotify on, 100 ms debounce.
+    pub fn new(path: impl Into<PathBuf>, node_name: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            node_name: node_name.into(),
+            check_frequency: Self::DEFAULT_CHECK_FREQUENCY,
+            watch: true,
+            debounce: Self::DEFAULT_DEBOUNCE,
+        }
+    }
+}
+
+/// The file source actor; see the module doc.
+pub struct FileSource {
+    config: FileSourceConfig,
+    out: SupervisedRecipient<SourceSnapshot>,
+    last_good: LastGoodManifests,
+    error_log: ManifestErrorLog,
+    watch: Option<DirWatch>,
+    watch_error_logged: bool,
+    missing_logged: bool,
+    scanning: bool,
+    rescan: bool,
+    debounce: Option<SpawnHandle>,
+}
+
+impl FileSource {
+    /// A source reading `config.path` and sending snapshots to `out`.
+    pub fn new(config: FileSourceConfig, out: impl Into<SupervisedRecipient<SourceSnapshot>>) -> Self {
+        Self {
+            config,
+            out: out.into(),
+            last_good: LastGoodManifests::new(),
+            error_log: ManifestErrorLog::new(),
+            watch: None,
+            watch_error_logged: false,
+            missing_logged: false,
+            scanning: false,
+            rescan: false,
+            debounce: None,
+        }
+    }
+
+    /// Starts a read now, or queues one after the read in flight.
+    fn request_scan(&mut self, ctx: &mut Context<Self>) {
+        if self.scanning {
+            self.rescan = true;
+            return;
+        }
+        self.scanning = true;
+        let path = self.config.path.clone();
+        let node_name = self.config.node_name.clone();
+        let watch = self
+            .config
+            .watch
+            .then(|| (self.watch.as_ref().map(|w| w.target.clone()), ctx.address().downgrade()));
+        let read = tokio::task::spawn_blocking(move || {
+            // Watch before reading, so no change after the read is missed.
+            let watch = watch.map(|(current, addr)| refresh_watch(&path, current, addr));
+            (watch, file_scan::scan(&path, &node_name))
+        });
+        ctx.spawn(read.into_actor(self).map(|joined, act, ctx| {
+            act.scanning = false;
+            match joined {
+                Ok((watch, outcome)) => {
+                    if let Some(watch) = watch {
+                        act.apply_watch(watch);
+                    }
+                    act.apply_scan(outcome);
+                }
+                Err(e) => tracing::error!(error = %e, "static pod path read task failed"),
+            }
+            if std::mem::take(&mut act.rescan) {
+                act.request_scan(ctx);
+            }
+        }));
+    }
+
+    fn apply_watch(&mut self, change: WatchChange) {
+        match change {
+            WatchChange::Keep => {}
+            WatchChange::Gone => self.watch = None,
+            WatchChange::Started(watch) => {
+                tracing::debug!(dir = %watch.target.dir.display(), "watching static pod path");
+                self.watch = Some(watch);
+                self.watch_error_logged = false;
+            }
+            WatchChange::Failed(reason) => {
+                self.watch = None;
+                if !std::mem::replace(&mut self.watch_error_logged, true) {
+                    tracing::warn!(path = %self.config.path.display(), reason, "cannot watch static pod path; relying on the periodic re-read");
+                }
+            }
+        }
+    }
+
+    fn apply_scan(&mut self, outcome: ScanOutcome) {
+        let path = self.config.path.display();
+        let snapshot = match outcome {
+            ScanOutcome::Read(reads) => {
+                self.missing_logged = false;
+                self.last_good.snapshot(PodSource::File, reads)
+            }
+            ScanOutcome::Missing => {
+                if !std::mem::replace(&mut self.missing_logged, true) {
+                    tracing::warn!(path = %path, "static pod path does not exist; no file pods");
+                }
+                self.last_good.clear();
+                SourceSnapshot {
+                    source: PodSource::File,
+                    pods: vec![],
+                    errors: vec![],
+                }
+            }
+            ScanOutcome::Failed(reason) => {
+                tracing::warn!(path = %path, reason, "cannot read static pod path; keeping the last read");
+                return;
+            }
+        };
+        self.error_log.update(&PodSource::File, &snapshot.errors);
+        if let Err(e) = self.out.do_send(snapshot) {
+            tracing::warn!(error = %e, "cannot deliver file source snapshot; the next re-read retries");
+        }
+    }
+}
+
+impl Actor for FileSource {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.request_scan(ctx);
+        ctx.run_interval(self.config.check_frequency, |act, ctx| act.request_scan(ctx));
+    }
+}
+
+/// notify → actor: something changed in the watched directory.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FsChanged {
+    /// The watched directory itself went away.
+    lost: bool,
+}
+
+impl Handler<FsChanged> for FileSource {
+    type Result = ();
+
+    fn handle(&mut self, msg: FsChanged, ctx: &mut Self::Context) {
+        if msg.lost {
+            self.watch = None;
+        }
+        if self.debounce.is_none() {
+            self.debounce = Some(ctx.run_later(self.config.debounce, |act, ctx| {
+                act.debounce = None;
+                act.request_scan(ctx);
+            }));
+        }
+    }
+}
+
+/// What a read did to the watch.
+enum WatchChange {
+    Keep,
+    Gone,
+    Started(DirWatch),
+    Failed(String),
+}
+
+/// Watches the directory for `path` unless `current` already does (blocking).
+fn refresh_watch(path: &std::path::Path, current: Option<WatchTarget>, addr: WeakAddr<FileSource>) -> WatchChange {
+    let Some(target) = WatchTarget::for_path(path) else {
+        return WatchChange::Gone;
+    };
+    if current.as_ref() == Some(&target) {
+        return WatchChange::Keep;
+    }
+    let on_change = move |lost| {
+        if let Some(addr) = addr.upgrade() {
+            addr.do_send(FsChanged { lost });
+        }
+    };
+    match start_watch(target, on_change) {
+        Ok(watch) => WatchChange::Started(watch),
+        Err(e) => WatchChange::Failed(e.to_string()),
+    }
+}

@@ -1,0 +1,236 @@
+//! One full read of a static source → a [`SourceSnapshot`], keeping the last
+//! good pods of manifests that became invalid.
+//!
+//! # Guarantees
+//! - A manifest (a file, or the HTTP body) is all or nothing: its pods are
+//!   those of its last good read while it fails to read, parse or validate,
+//!   and it is reported in `errors` meanwhile. The merge sees those pods
+//!   unchanged, so nothing is removed or restarted because a manifest broke.
+//! - A manifest that failed from its first read contributes no pods.
+//! - A manifest that is gone (file deleted) is forgotten: its pods go away.
+//! - Within one snapshot a pod full name (`namespace/name`) appears once:
+//!   the first manifest in read order wins, later ones are reported as
+//!   duplicates (upstream `filterInvalidPods`, here naming the manifest).
+//!
+//! The keeping lives in the source, keyed by origin, because only the source
+//! knows which manifest a pod came from; PodConfig's merge stays upstream's
+//! plain "set" semantics.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::config::manifest;
+use crate::messages::pod_update::{ManifestError, PodSource, SourceSnapshot};
+
+/// What one read of one manifest gave.
+#[derive(Clone, Debug)]
+pub struct ManifestRead {
+    /// File path or URL.
+    pub origin: String,
+    /// The defaulted, validated pods, or why the manifest was rejected.
+    pub result: manifest::Result<Vec<Pod>>,
+}
+
+/// The last good pods of each manifest of one source.
+#[derive(Debug, Default)]
+pub struct LastGoodManifests {
+    by_origin: HashMap<String, Vec<Arc<Pod>>>,
+}
+
+impl LastGoodManifests {
+    /// Empty: no manifest read yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds the snapshot of a full read (manifests in read order) and
+    /// remembers the good ones. Manifests missing from `reads` are forgotten.
+    pub fn snapshot(&mut self, source: PodSource, reads: Vec<ManifestRead>) -> SourceSnapshot {
+        let mut next = HashMap::with_capacity(reads.len());
+        let mut pods = Vec::new();
+        let mut errors = Vec::new();
+        let mut first_origin: HashMap<(String, String), String> = HashMap::new();
+        let mut seen_origins = HashSet::new();
+        for ManifestRead { origin, result } in reads {
+            if !seen_origins.insert(origin.clone()) {
+                continue;
+            }
+            let manifest_pods = match result {
+                Ok(read) => read.into_iter().map(Arc::new).collect(),
+                Err(error) => {
+                    errors.push(ManifestError::from(&error));
+                    match self.by_origin.remove(&origin) {
+                        Some(kept) => kept,
+                        None => continue,
+                    }
+                }
+            };
+            for pod in &manifest_pods {
+                let key = full_name(pod);
+                match first_origin.get(&key) {
+                    Some(first) => errors.push(ManifestError {
+                        origin: origin.clone(),
+                        reason: format!(
+                            "duplicate pod name \"{}/{}\" (already defined by {first}), ignoring",
+                            key.0, key.1
+                        ),
+                    }),
+                    None => {
+                        first_origin.insert(key, origin.clone());
+                        pods.push(Arc::clone(pod));
+                    }
+                }
+            }
+            next.insert(origin, manifest_pods);
+        }
+        self.by_origin = next;
+        SourceSnapshot { source, pods, errors }
+    }
+
+    /// Forgets every manifest (e.g. the static pod path is gone).
+    pub fn clear(&mut self) {
+        self.by_origin.clear();
+    }
+}
+
+/// `(namespace, name)` of a pod.
+pub fn full_name(pod: &Pod) -> (String, String) {
+    let meta = &pod.metadata;
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, image: &str) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some(name.into());
+        pod.metadata.namespace = Some("default".into());
+        pod.metadata.uid = Some(format!("{name}-{image}"));
+        pod
+    }
+
+    fn good(origin: &str, pods: Vec<Pod>) -> ManifestRead {
+        ManifestRead {
+            origin: origin.into(),
+            result: Ok(pods),
+        }
+    }
+
+    fn bad(origin: &str) -> ManifestRead {
+        let error = manifest::Error::Parse {
+            origin: origin.into(),
+            reason: "boom".into(),
+        };
+        ManifestRead {
+            origin: origin.into(),
+            result: Err(error),
+        }
+    }
+
+    fn uids(snapshot: &SourceSnapshot) -> Vec<&str> {
+        snapshot
+            .pods
+            .iter()
+            .map(|p| p.metadata.uid.as_deref().unwrap())
+            .collect()
+    }
+
+    fn error_origins(snapshot: &SourceSnapshot) -> Vec<&str> {
+        snapshot.errors.iter().map(|e| e.origin.as_str()).collect()
+    }
+
+    #[test]
+    fn good_reads_pass_through_in_order() {
+        let mut last = LastGoodManifests::new();
+        let snap = last.snapshot(
+            PodSource::File,
+            vec![good("a", vec![pod("a", "1")]), good("b", vec![pod("b", "1")])],
+        );
+        assert_eq!(snap.source, PodSource::File);
+        assert_eq!(uids(&snap), ["a-1", "b-1"]);
+        assert!(snap.errors.is_empty());
+    }
+
+    #[test]
+    fn a_manifest_that_breaks_keeps_its_last_good_pods() {
+        let mut last = LastGoodManifests::new();
+        let first = last.snapshot(
+            PodSource::File,
+            vec![good("a", vec![pod("a", "1")]), good("b", vec![pod("b", "1")])],
+        );
+        let snap = last.snapshot(PodSource::File, vec![bad("a"), good("b", vec![pod("b", "2")])]);
+        assert_eq!(uids(&snap), ["a-1", "b-2"]);
+        assert!(
+            Arc::ptr_eq(&snap.pods[0], &first.pods[0]),
+            "the very same last good version"
+        );
+        assert_eq!(error_origins(&snap), ["a"]);
+        assert_eq!(snap.errors[0].reason, "couldn't parse as pod: boom");
+        // still broken: still kept; fixed: the new version
+        assert_eq!(
+            uids(&last.snapshot(PodSource::File, vec![bad("a"), good("b", vec![pod("b", "2")])])),
+            ["a-1", "b-2"]
+        );
+        let fixed = last.snapshot(
+            PodSource::File,
+            vec![good("a", vec![pod("a", "3")]), good("b", vec![pod("b", "2")])],
+        );
+        assert_eq!(uids(&fixed), ["a-3", "b-2"]);
+        assert!(fixed.errors.is_empty());
+    }
+
+    #[test]
+    fn a_manifest_bad_from_the_start_contributes_nothing() {
+        let mut last = LastGoodManifests::new();
+        let snap = last.snapshot(PodSource::Http, vec![bad("u")]);
+        assert!(snap.pods.is_empty());
+        assert_eq!(error_origins(&snap), ["u"]);
+    }
+
+    #[test]
+    fn a_deleted_manifest_is_forgotten() {
+        let mut last = LastGoodManifests::new();
+        last.snapshot(PodSource::File, vec![good("a", vec![pod("a", "1")])]);
+        assert!(last.snapshot(PodSource::File, vec![]).pods.is_empty());
+        // broken after being gone: nothing to keep
+        assert!(last.snapshot(PodSource::File, vec![bad("a")]).pods.is_empty());
+        last.snapshot(PodSource::File, vec![good("a", vec![pod("a", "1")])]);
+        last.clear();
+        assert!(last.snapshot(PodSource::File, vec![bad("a")]).pods.is_empty());
+    }
+
+    #[test]
+    fn duplicate_names_keep_the_first_manifest() {
+        let mut last = LastGoodManifests::new();
+        let reads = vec![
+            good("a", vec![pod("web", "1")]),
+            good("b", vec![pod("web", "2"), pod("db", "1")]),
+        ];
+        let snap = last.snapshot(PodSource::File, reads);
+        assert_eq!(uids(&snap), ["web-1", "db-1"]);
+        assert_eq!(error_origins(&snap), ["b"]);
+        assert_eq!(
+            snap.errors[0].reason,
+            "duplicate pod name \"default/web\" (already defined by a), ignoring"
+        );
+        // a kept (broken) manifest still wins over a later duplicate
+        let snap = last.snapshot(PodSource::File, vec![bad("a"), good("b", vec![pod("web", "2")])]);
+        assert_eq!(uids(&snap), ["web-1"]);
+        assert_eq!(error_origins(&snap), ["a", "b"]);
+    }
+
+    #[test]
+    fn duplicates_within_one_list_are_reported() {
+        let mut last = LastGoodManifests::new();
+        let snap = last.snapshot(PodSource::Http, vec![good("u", vec![pod("web", "1"), pod("web", "2")])]);
+        assert_eq!(uids(&snap), ["web-1"]);
+        assert_eq!(error_origins(&snap), ["u"]);
+    }
+}

@@ -1,0 +1,133 @@
+//! [`PodConfig`]: merges every source's snapshots into one stream of
+//! [`PodUpdate`]s (upstream `PodConfig` + `podStorage` in incremental mode).
+//!
+//! # Expected flow
+//! 1. A source sends a [`SourceSnapshot`]; the actor applies it to its
+//!    [`PodStorage`] (see [`crate::config::merge`] for the rules), stamping
+//!    `kubernetes.io/config.seen` with the current time on additions.
+//! 2. It sends the non-empty batches in upstream's order: REMOVE, ADD,
+//!    UPDATE, DELETE, RECONCILE.
+//! 3. Once every expected source has sent a snapshot, it sends
+//!    [`SourcesReady`], once (at start, if no source is expected).
+//!
+//! # Guarantees
+//! - Per source, batches go out in the order snapshots arrived; a pod is
+//!   never ADDed twice without a REMOVE between.
+//! - [`GetManifestErrors`] answers the errors of each source's latest
+//!   snapshot (sources in order file, http, api, custom), plus pods the merge
+//!   dropped as duplicates (origin = the source name).
+//!
+//! # Caveats
+//! Batches are sent with `do_send`, which does not wait for mailbox space:
+//! the sync loop's mailbox absorbs bursts (sources send at most one snapshot
+//! per re-read, so this is bounded by the number of sources).
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::actors::supervisor::SupervisedRecipient;
+use actix::{Actor, Context, Handler, Message, MessageResult};
+use k8s_openapi::jiff::Timestamp;
+
+use crate::config::merge::PodStorage;
+use crate::messages::pod_update::{ManifestError, PodSource, PodUpdate, SourceSnapshot, SourcesReady};
+
+/// Query: the manifest errors of every source's latest snapshot.
+#[derive(Clone, Copy, Debug, Message)]
+#[rtype(result = "Vec<ManifestError>")]
+pub struct GetManifestErrors;
+
+/// The merge actor; see the module doc.
+pub struct PodConfig {
+    storage: PodStorage,
+    expected: Vec<PodSource>,
+    updates: SupervisedRecipient<PodUpdate>,
+    ready: SupervisedRecipient<SourcesReady>,
+    ready_sent: bool,
+    errors: BTreeMap<PodSource, Vec<ManifestError>>,
+}
+
+impl PodConfig {
+    /// A merge waiting for `expected_sources` before it reports
+    /// [`SourcesReady`] to `ready`; batches go to `updates`.
+    pub fn new(
+        expected_sources: impl IntoIterator<Item = PodSource>,
+        updates: impl Into<SupervisedRecipient<PodUpdate>>,
+        ready: impl Into<SupervisedRecipient<SourcesReady>>,
+    ) -> Self {
+        let (updates, ready) = (updates.into(), ready.into());
+        Self {
+            storage: PodStorage::new(),
+            expected: expected_sources.into_iter().collect(),
+            updates,
+            ready,
+            ready_sent: false,
+            errors: BTreeMap::new(),
+        }
+    }
+
+    fn check_ready(&mut self) {
+        if !self.ready_sent && self.storage.all_ready(&self.expected) {
+            self.ready_sent = true;
+            tracing::info!(sources = ?self.expected, "all pod sources ready");
+            if let Err(e) = self.ready.do_send(SourcesReady) {
+                tracing::warn!(error = %e, "cannot report sources ready");
+            }
+        }
+    }
+}
+
+impl Actor for PodConfig {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Self::Context) {
+        self.check_ready();
+    }
+}
+
+impl Handler<SourceSnapshot> for PodConfig {
+    type Result = ();
+
+    fn handle(&mut self, snapshot: SourceSnapshot, _: &mut Self::Context) {
+        let SourceSnapshot {
+            source,
+            pods,
+            mut errors,
+        } = snapshot;
+        let result = self.storage.apply_snapshot(&source, pods, now());
+        for pod in &result.duplicates {
+            let (namespace, name) = crate::config::last_good::full_name(pod);
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            let reason = format!("duplicate pod \"{namespace}/{name}\" (uid {uid}) from source {source:?}, ignoring");
+            tracing::warn!(source = source.as_str(), reason, "pod failed validation");
+            errors.push(ManifestError {
+                origin: source.as_str().to_owned(),
+                reason,
+            });
+        }
+        self.errors.insert(source.clone(), errors);
+        for update in result.into_updates(&source) {
+            tracing::debug!(source = source.as_str(), op = ?update.op, pods = update.pods.len(), "pod config update");
+            if let Err(e) = self.updates.do_send(update) {
+                tracing::error!(error = %e, "cannot deliver pod update to the sync loop");
+            }
+        }
+        self.check_ready();
+    }
+}
+
+impl Handler<GetManifestErrors> for PodConfig {
+    type Result = MessageResult<GetManifestErrors>;
+
+    fn handle(&mut self, _: GetManifestErrors, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.errors.values().flatten().cloned().collect())
+    }
+}
+
+/// The wall clock as a [`Timestamp`] (for `config.seen`).
+fn now() -> Timestamp {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let seconds = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
+    let nanos = i32::try_from(since_epoch.subsec_nanos()).unwrap_or(0);
+    Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
+}

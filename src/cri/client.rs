@@ -1,0 +1,178 @@
+//! [`CriClient`]: the CRI `runtime.v1` client over a unix socket (tonic).
+//!
+//! The connection is lazy and self-healing: the first call connects, and a
+//! call made after the runtime went away fails with `UNAVAILABLE` while the
+//! next one reconnects once the socket is back. Every call carries
+//! `runtimeRequestTimeout` as its gRPC deadline, so a stuck runtime gives up on
+//! its own side and the caller gets `DEADLINE_EXCEEDED`; the client never
+//! abandons a mutation half-way by dropping it on a local timer.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tonic::transport::{Channel, Endpoint};
+use tower::service_fn;
+
+use super::error::{CriError, CriResult};
+use super::runtime::{Runtime, cri_calls};
+use super::v1::image_service_client::ImageServiceClient;
+use super::v1::runtime_service_client::RuntimeServiceClient;
+use super::v1::*;
+
+/// Upstream's default `runtimeRequestTimeout`.
+pub const DEFAULT_RUNTIME_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A bad `--container-runtime-endpoint`.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// Only `unix://` endpoints (or a bare absolute socket path) are supported.
+    #[error("unsupported container runtime endpoint {0:?}: expected unix:///path/to/socket")]
+    Unsupported(String),
+    /// tonic refused the (internal) endpoint URI.
+    #[error("invalid container runtime endpoint {endpoint:?}: {source}")]
+    Invalid {
+        /// The endpoint given.
+        endpoint: String,
+        /// The cause.
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+/// Parses `unix:///path` (or `/path`) into the socket path.
+pub fn parse_endpoint(endpoint: &str) -> Result<PathBuf, EndpointError> {
+    let path = endpoint.strip_prefix("unix://").unwrap_or(endpoint);
+    if path.starts_with('/') {
+        Ok(PathBuf::from(path))
+    } else {
+        Err(EndpointError::Unsupported(endpoint.to_string()))
+    }
+}
+
+/// A CRI runtime reached over gRPC on a unix socket.
+#[derive(Clone, Debug)]
+pub struct CriClient {
+    socket: PathBuf,
+    runtime: RuntimeServiceClient<Channel>,
+    image: ImageServiceClient<Channel>,
+    timeout: Duration,
+}
+
+impl CriClient {
+    /// Creates a client for `endpoint` (`unix:///run/containerd/containerd.sock`)
+    /// with the given per-call timeout. Does not connect yet.
+    pub fn new(endpoint: &str, timeout: Duration) -> Result<Self, EndpointError> {
+        let socket = parse_endpoint(endpoint)?;
+        let path = socket.clone();
+        // The URI is a placeholder: the connector below dials the unix socket.
+        let channel = Endpoint::try_from("http://[::]:50051")
+            .map_err(|source| EndpointError::Invalid {
+                endpoint: endpoint.to_string(),
+                source,
+            })?
+            .connect_timeout(Duration::from_secs(5))
+            .connect_with_connector_lazy(service_fn(move |_| {
+                let path = path.clone();
+                async move { Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?)) }
+            }));
+        Ok(Self {
+            socket,
+            runtime: RuntimeServiceClient::new(channel.clone()).max_decoding_message_size(16 << 20),
+            image: ImageServiceClient::new(channel).max_decoding_message_size(16 << 20),
+            timeout,
+        })
+    }
+
+    /// The socket this client dials.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The per-call deadline.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(msg);
+        req.set_timeout(self.timeout);
+        req
+    }
+
+    /// ExecSync's deadline is the command's own timeout plus the call timeout,
+    /// as upstream does, so a probe timeout is reported by the runtime.
+    fn exec_request(&self, msg: ExecSyncRequest) -> tonic::Request<ExecSyncRequest> {
+        let extra = Duration::from_secs(u64::try_from(msg.timeout).unwrap_or(0));
+        let mut req = tonic::Request::new(msg);
+        req.set_timeout(self.timeout + extra);
+        req
+    }
+}
+
+macro_rules! client_impl {
+    (runtime { $(($name:ident, $grpc:literal, $req:ident, $resp:ident)),* $(,)? }
+     image { $(($iname:ident, $igrpc:literal, $ireq:ident, $iresp:ident)),* $(,)? }) => {
+        #[async_trait::async_trait]
+        impl Runtime for CriClient {
+            $(
+                async fn $name(&self, req: $req) -> CriResult<$resp> {
+                    let req = client_impl!(@request self, $name, req);
+                    let mut client = self.runtime.clone();
+                    client.$name(req).await.map(tonic::Response::into_inner)
+                        .map_err(|s| CriError::from_status($grpc, s))
+                }
+            )*
+            $(
+                async fn $iname(&self, req: $ireq) -> CriResult<$iresp> {
+                    let mut client = self.image.clone();
+                    client.$iname(self.request(req)).await.map(tonic::Response::into_inner)
+                        .map_err(|s| CriError::from_status($igrpc, s))
+                }
+            )*
+        }
+    };
+    (@request $self:ident, exec_sync, $req:ident) => { $self.exec_request($req) };
+    (@request $self:ident, $other:ident, $req:ident) => { $self.request($req) };
+}
+cri_calls!(client_impl);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_unix_endpoints_and_bare_paths() {
+        assert_eq!(
+            parse_endpoint("unix:///run/c.sock").unwrap(),
+            PathBuf::from("/run/c.sock")
+        );
+        assert_eq!(parse_endpoint("/run/c.sock").unwrap(), PathBuf::from("/run/c.sock"));
+    }
+
+    #[test]
+    fn rejects_tcp_and_relative_endpoints() {
+        assert!(matches!(
+            parse_endpoint("tcp://1.2.3.4:5"),
+            Err(EndpointError::Unsupported(_))
+        ));
+        assert!(matches!(
+            parse_endpoint("unix://rel/c.sock"),
+            Err(EndpointError::Unsupported(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn call_to_missing_socket_is_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let ep = format!("unix://{}/none.sock", dir.path().display());
+        let client = CriClient::new(&ep, Duration::from_secs(2)).unwrap();
+        let err = client
+            .version(VersionRequest { version: "v1".into() })
+            .await
+            .unwrap_err();
+        assert_eq!(err.method, "Version");
+        assert!(err.is_unavailable(), "{err}");
+    }
+}

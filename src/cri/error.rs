@@ -1,0 +1,80 @@
+//! The error every CRI call returns.
+
+use tonic::Code;
+
+/// A failed CRI call: which call, the gRPC status code and the runtime's message.
+///
+/// Both the tonic client and the mock return this type, so callers can match on
+/// [`CriError::code`] the same way for either. Retryability: `Unavailable` and
+/// `DeadlineExceeded` mean the runtime may come back or the call may succeed
+/// later; `NotFound` means the object is gone; everything else is reported as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("CRI {method} failed ({code:?}): {message}")]
+pub struct CriError {
+    /// The CRI method, e.g. `"RunPodSandbox"`.
+    pub method: &'static str,
+    /// The gRPC status code.
+    pub code: Code,
+    /// The runtime's message, unchanged.
+    pub message: String,
+}
+
+impl CriError {
+    /// Builds an error for `method` with `code` and `message`.
+    pub fn new(method: &'static str, code: Code, message: impl Into<String>) -> Self {
+        Self {
+            method,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Converts a tonic status returned by `method`.
+    ///
+    /// tonic's own client timer (the call's deadline passing before the
+    /// runtime answered) reports `CANCELLED "Timeout expired"`; that is the
+    /// same event as the runtime's `DEADLINE_EXCEEDED`, so it is mapped to it.
+    pub fn from_status(method: &'static str, status: tonic::Status) -> Self {
+        let code = match status.code() {
+            Code::Cancelled if status.message().contains("Timeout expired") => Code::DeadlineExceeded,
+            c => c,
+        };
+        Self::new(method, code, status.message())
+    }
+
+    /// The gRPC status this error is served as (mock runtime over gRPC).
+    pub fn to_status(&self) -> tonic::Status {
+        tonic::Status::new(self.code, self.message.clone())
+    }
+
+    /// The object named in the request does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.code == Code::NotFound
+    }
+
+    /// The runtime could not be reached (socket gone, connection refused).
+    pub fn is_unavailable(&self) -> bool {
+        self.code == Code::Unavailable
+    }
+
+    /// The call's deadline passed before the runtime answered.
+    pub fn is_deadline_exceeded(&self) -> bool {
+        self.code == Code::DeadlineExceeded
+    }
+}
+
+/// Result of a CRI call.
+pub type CriResult<T> = Result<T, CriError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_timer_expiry_is_deadline_exceeded() {
+        let e = CriError::from_status("StopContainer", tonic::Status::cancelled("Timeout expired"));
+        assert!(e.is_deadline_exceeded());
+        let e = CriError::from_status("StopContainer", tonic::Status::cancelled("client went away"));
+        assert_eq!(e.code, Code::Cancelled);
+    }
+}

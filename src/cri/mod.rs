@@ -1,0 +1,28 @@
+//! The Container Runtime Interface (CRI) as actlet uses it.
+//!
+//! - [`v1`]: the generated `runtime.v1` messages and gRPC stubs (from `proto/`).
+//! - [`Runtime`]: the one interface the rest of actlet talks to; it mirrors the
+//!   CRI RuntimeService and ImageService calls one to one.
+//! - [`client::CriClient`]: the tonic client for a CRI runtime on a unix socket
+//!   (containerd).
+//! - [`server`]: serves any [`Runtime`] over gRPC on a unix socket (this is how
+//!   `actlet mock-cri` exposes the mock).
+//! - [`mock::MockRuntime`]: an in-process runtime faithful to containerd's
+//!   observable behaviour, scriptable and with fault injection.
+
+pub mod client;
+pub mod conformance;
+mod error;
+pub mod mock;
+mod runtime;
+pub mod server;
+
+pub use client::CriClient;
+pub use error::{CriError, CriResult};
+pub use runtime::{Runtime, SharedRuntime};
+
+/// Generated CRI `runtime.v1` types and gRPC client/server stubs.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod v1 {
+    tonic::include_proto!("runtime.v1");
+}

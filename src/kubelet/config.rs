@@ -1,0 +1,177 @@
+//! [`KubeletConfig`]: the settings the assembled system runs with, built from
+//! flags (and later the config file), validated before anything starts.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::KubeletFlags;
+use crate::sync_loop::SyncLoopConfig;
+
+/// A setting that cannot be used; names the flag and the reason.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid {field}: {reason}")]
+pub struct ConfigError {
+    /// The flag or config field, e.g. `--manifest-url`.
+    pub field: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// Settings of an assembled kubelet.
+#[derive(Clone, Debug)]
+pub struct KubeletConfig {
+    /// The node name (`--hostname-override` or the host name, lowercased).
+    pub node_name: String,
+    /// The node's IP (`hostIP` of pods).
+    pub node_ip: Option<String>,
+    /// `staticPodPath`.
+    pub static_pod_path: Option<PathBuf>,
+    /// `staticPodURL`.
+    pub static_pod_url: Option<String>,
+    /// `staticPodURLHeader` entries (`Key:Value`).
+    pub static_pod_url_headers: Vec<String>,
+    /// `fileCheckFrequency`.
+    pub file_check_frequency: Duration,
+    /// `httpCheckFrequency`.
+    pub http_check_frequency: Duration,
+    /// Sync loop timing (`syncFrequency` …).
+    pub sync: SyncLoopConfig,
+    /// PLEG relist period (1 s).
+    pub relist_period: Duration,
+    /// Runtime `Status` check period (5 s).
+    pub runtime_health_period: Duration,
+    /// `--root-dir`.
+    pub root_dir: PathBuf,
+    /// Where pod log directories go (`/var/log/pods`).
+    pub pod_logs_dir: PathBuf,
+    /// Where container log symlinks go (`/var/log/containers`; `None`: none).
+    pub container_logs_dir: Option<PathBuf>,
+    /// Read-only server (`/pods`, `/healthz`); `None`: off.
+    pub read_only_addr: Option<SocketAddr>,
+    /// Healthz server; `None`: off.
+    pub healthz_addr: Option<SocketAddr>,
+    /// Prefix of container IDs in pod status (`containerd`).
+    pub runtime_name: String,
+    /// Graceful shutdown deadline of the actor tree.
+    pub shutdown_deadline: Duration,
+}
+
+impl KubeletConfig {
+    /// Defaults for a node called `node_name`: no sources, no servers,
+    /// upstream timing, directories under `/var/lib/kubelet` and `/var/log`.
+    pub fn new(node_name: impl Into<String>) -> Self {
+        Self {
+            node_name: node_name.into(),
+            node_ip: None,
+            static_pod_path: None,
+            static_pod_url: None,
+            static_pod_url_headers: vec![],
+            file_check_frequency: Duration::from_secs(20),
+            http_check_frequency: Duration::from_secs(20),
+            sync: SyncLoopConfig::default(),
+            relist_period: crate::pleg::actor::RELIST_PERIOD,
+            runtime_health_period: crate::runtime_health::actor::DEFAULT_PERIOD,
+            root_dir: PathBuf::from("/var/lib/kubelet"),
+            pod_logs_dir: PathBuf::from(crate::kuberuntime::config::DEFAULT_POD_LOGS_DIR),
+            container_logs_dir: Some(PathBuf::from(crate::kuberuntime::config::DEFAULT_CONTAINER_LOGS_DIR)),
+            read_only_addr: None,
+            healthz_addr: None,
+            runtime_name: "containerd".into(),
+            shutdown_deadline: Duration::from_secs(30),
+        }
+    }
+
+    /// The configuration the flags ask for. `hostname` is the machine's host
+    /// name (used when `--hostname-override` is not given).
+    pub fn from_flags(flags: &KubeletFlags, hostname: &str) -> Result<Self, ConfigError> {
+        let node_name = flags
+            .hostname_override
+            .clone()
+            .unwrap_or_else(|| hostname.to_string())
+            .trim()
+            .to_lowercase();
+        if node_name.is_empty() || !crate::config::validate::is_dns1123_subdomain(&node_name) {
+            return Err(ConfigError {
+                field: "--hostname-override",
+                reason: format!("node name {node_name:?} is not a valid DNS-1123 subdomain"),
+            });
+        }
+        if let Some(url) = &flags.manifest_url
+            && !url.starts_with("http://")
+        {
+            return Err(ConfigError {
+                field: "--manifest-url",
+                reason: format!("{url:?}: only http:// URLs are supported"),
+            });
+        }
+        for h in &flags.manifest_url_header {
+            if !h.contains(':') {
+                return Err(ConfigError {
+                    field: "--manifest-url-header",
+                    reason: format!("{h:?} is not Key:Value"),
+                });
+            }
+        }
+        if flags.sync_frequency.is_zero() {
+            return Err(ConfigError {
+                field: "--sync-frequency",
+                reason: "must be greater than zero".into(),
+            });
+        }
+        let mut c = Self::new(node_name);
+        c.node_ip = flags.node_ip.clone();
+        c.static_pod_path = flags.pod_manifest_path.clone();
+        c.static_pod_url = flags.manifest_url.clone();
+        c.static_pod_url_headers = flags.manifest_url_header.clone();
+        c.file_check_frequency = flags.file_check_frequency;
+        c.http_check_frequency = flags.http_check_frequency;
+        c.sync.sync_frequency = flags.sync_frequency;
+        c.root_dir = flags.root_dir.clone();
+        c.read_only_addr = (flags.read_only_port != 0).then(|| SocketAddr::new(flags.address, flags.read_only_port));
+        c.healthz_addr =
+            (flags.healthz_port != 0).then(|| SocketAddr::new(flags.healthz_bind_address, flags.healthz_port));
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::Cli;
+
+    fn flags(args: &[&str]) -> KubeletFlags {
+        Cli::try_parse_from(std::iter::once("actlet").chain(args.iter().copied()))
+            .unwrap()
+            .flags
+    }
+
+    #[test]
+    fn node_name_is_the_lowercased_override_or_hostname() {
+        assert_eq!(
+            KubeletConfig::from_flags(&flags(&[]), "Host-A").unwrap().node_name,
+            "host-a"
+        );
+        let c = KubeletConfig::from_flags(&flags(&["--hostname-override=n1"]), "h").unwrap();
+        assert_eq!(c.node_name, "n1");
+    }
+
+    #[test]
+    fn servers_follow_ports_zero_disables() {
+        let c = KubeletConfig::from_flags(&flags(&["--read-only-port=10255", "--healthz-port=0"]), "h").unwrap();
+        assert_eq!(c.read_only_addr.unwrap().port(), 10255);
+        assert!(c.healthz_addr.is_none());
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let e = KubeletConfig::from_flags(&flags(&["--manifest-url=https://x"]), "h").unwrap_err();
+        assert_eq!(e.field, "--manifest-url");
+        let e = KubeletConfig::from_flags(&flags(&["--manifest-url-header=novalue"]), "h").unwrap_err();
+        assert_eq!(e.field, "--manifest-url-header");
+        let e = KubeletConfig::from_flags(&flags(&["--hostname-override=bad_name!"]), "h").unwrap_err();
+        assert!(e.to_string().contains("--hostname-override"), "{e}");
+    }
+}

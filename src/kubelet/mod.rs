@@ -1,0 +1,13 @@
+//! Assembling the kubelet: the supervision tree of actors that runs pods.
+//!
+//! [`KubeletConfig`] says what to run (node identity, sources, timing,
+//! servers); [`start`] builds the tree inside the current actix `System`
+//! and returns a [`Kubelet`] handle to query and stop it.
+
+mod config;
+mod node_facts;
+mod start;
+
+pub use config::{ConfigError, KubeletConfig};
+pub use node_facts::{NodeFacts, detect_node_ip};
+pub use start::{Kubelet, StartError, start};

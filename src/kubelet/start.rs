@@ -1,0 +1,300 @@
+//! [`start`]: builds and starts the supervision tree.
+//!
+//! ```text
+//! root (one-for-one)
+//! ├── runtime-health        CRI Status every 5 s → watch channel
+//! ├── status-manager        versioned API status cache
+//! ├── pod-workers           supervisor (one-for-one) of the per-pod workers
+//! ├── pod-workers-manager   routes updates to pod-<uid> workers
+//! ├── pleg                  relist every 1 s → pod cache + events
+//! ├── sync-loop             updates, events, ticks, housekeeping
+//! ├── pod-config            merges the sources
+//! ├── file-source / http-source
+//! └── healthz / read-only   HTTP servers
+//! ```
+//! Peers hold each other's stable [`ChildRef`]s, created before any actor
+//! starts, so start order only matters for shutdown (reverse order: servers
+//! and sources first, the runtime health checker last). Stopping the tree
+//! never stops containers: pods keep running and are adopted on the next start.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::config::KubeletConfig;
+use super::node_facts::{NodeFacts, detect_node_ip};
+use crate::actors::supervisor::{
+    ChildRef, ChildSpec, RestartPolicy, RootSupervisor, ShutdownReport, Strategy, SupervisedRecipient, SupervisionTree,
+    SupervisorError, SupervisorSpec,
+};
+use crate::config::{FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, PodConfig};
+use crate::cri::SharedRuntime;
+use crate::kuberuntime::dns::HostDns;
+use crate::kuberuntime::quantity::ParsedQuantity;
+use crate::kuberuntime::{RuntimeManager, RuntimeManagerConfig};
+use crate::messages::pod_update::PodSource;
+use crate::messages::pod_work::SyncFinished;
+use crate::messages::runtime_health::RuntimeHealthChanged;
+use crate::pleg::{Pleg, PlegHealthHandle, PodCache};
+use crate::pod_manager::PodManager;
+use crate::pod_workers::{PodWorkers, WorkerDeps};
+use crate::runtime_health::RuntimeHealth;
+use crate::server::actor::Routes;
+use crate::server::routes::sync_loop_threshold;
+use crate::server::{HealthState, HttpServer, ServerAddrs, ServerState};
+use crate::status::{StatusCache, StatusManager};
+use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat};
+
+/// The system could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A directory could not be created.
+    #[error("cannot create {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The HTTP source's settings are unusable.
+    #[error(transparent)]
+    HttpSource(#[from] HttpSourceError),
+}
+
+/// A running kubelet: shared state to query, and the tree to stop.
+#[derive(Clone)]
+pub struct Kubelet {
+    /// The root supervisor.
+    pub root: RootSupervisor,
+    /// Desired pods.
+    pub pods: PodManager,
+    /// API statuses of the pods.
+    pub statuses: StatusCache,
+    /// Runtime statuses of the pods.
+    pub cache: PodCache,
+    /// Runtime health as last checked.
+    pub runtime_health: tokio::sync::watch::Receiver<RuntimeHealthChanged>,
+    /// Addresses of the read-only server, once bound.
+    pub read_only_addrs: ServerAddrs,
+    /// Addresses of the healthz server, once bound.
+    pub healthz_addrs: ServerAddrs,
+    /// Health checks as `/healthz` sees them.
+    pub health: HealthState,
+}
+
+impl Kubelet {
+    /// The live supervision tree.
+    pub fn tree(&self) -> &SupervisionTree {
+        self.root.tree()
+    }
+
+    /// Stops every actor in reverse start order within `deadline`. Pods keep running.
+    pub async fn shutdown(&self, deadline: Duration) -> Result<ShutdownReport, SupervisorError> {
+        self.root.shutdown(deadline).await
+    }
+}
+
+fn make_dir(path: &Path) -> Result<(), StartError> {
+    std::fs::create_dir_all(path).map_err(|source| StartError::Dir {
+        path: path.into(),
+        source,
+    })
+}
+
+/// Builds and starts the kubelet on `runtime` inside the current actix System.
+pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, StartError> {
+    for sub in ["", "pods", "plugins", "pod-resources"] {
+        make_dir(&config.root_dir.join(sub))?;
+    }
+    make_dir(&config.pod_logs_dir)?;
+    if let Some(dir) = &config.container_logs_dir {
+        make_dir(dir)?;
+    }
+    let started = Instant::now();
+    let facts = NodeFacts::detect();
+    let node_ip = config
+        .node_ip
+        .clone()
+        .or_else(|| detect_node_ip().map(|ip| ip.to_string()));
+    let host_dns = std::fs::read_to_string("/etc/resolv.conf")
+        .ok()
+        .map(|s| HostDns::parse(&s));
+    let rm_config = RuntimeManagerConfig {
+        pod_logs_dir: config.pod_logs_dir.clone(),
+        container_logs_dir: config.container_logs_dir.clone(),
+        host_dns,
+        node_name: config.node_name.clone(),
+        node_ips: node_ip.iter().cloned().collect(),
+        memory_capacity: facts.memory_bytes,
+        allocatable_cpu: ParsedQuantity::from_units(facts.cpus),
+        allocatable_memory: ParsedQuantity::from_units(facts.memory_bytes),
+        ..RuntimeManagerConfig::default()
+    };
+    let manager = Arc::new(RuntimeManager::new(runtime.clone(), rm_config));
+
+    let pods = PodManager::new();
+    let statuses = StatusCache::new();
+    let cache = PodCache::new();
+    let heartbeat = SyncLoopHeartbeat::default();
+    let pleg_health = PlegHealthHandle::default();
+    let (health_tx, health_rx) = RuntimeHealth::channel();
+
+    // runtime-health
+    let rt = runtime.clone();
+    let period = config.runtime_health_period;
+    let runtime_health = ChildSpec::new("runtime-health", move || {
+        RuntimeHealth::new(rt.clone(), period, health_tx.clone())
+    });
+
+    // status-manager (its cache outlives restarts)
+    let sc = statuses.clone();
+    let status_manager = ChildSpec::new("status-manager", move || StatusManager::with_cache(sc.clone()));
+    let status_ref = status_manager.child_ref();
+
+    // pod-workers supervisor + manager
+    let workers_sup = SupervisorSpec::new("pod-workers")
+        .strategy(Strategy::OneForOne)
+        .intensity(1000, Duration::from_secs(60))
+        .into_child_spec();
+    let workers_sup_ref: ChildRef<_> = workers_sup.child_ref();
+    let deps = WorkerDeps {
+        runtime: manager,
+        cache: cache.clone(),
+        pods: pods.clone(),
+        statuses: statuses.clone(),
+        status_manager: status_ref.recipient(),
+        host_ip: node_ip.clone(),
+        runtime_name: config.runtime_name.clone(),
+        wall_clock: Arc::new(crate::status::manager::wall_clock),
+    };
+    let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
+    let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
+    let (mc, scl) = (me_cell.clone(), sync_cell.clone());
+    let workers = ChildSpec::new("pod-workers-manager", move || {
+        let me = mc
+            .get()
+            .cloned()
+            .unwrap_or_else(|| SupervisedRecipient::from_fn(|_| {}));
+        PodWorkers::new(deps.clone(), workers_sup_ref.clone(), me, scl.get().cloned())
+    })
+    .mailbox_capacity(16 * 1024);
+    let workers_ref = workers.child_ref();
+    let _ = me_cell.set(workers_ref.recipient());
+
+    // sync-loop
+    let (p, c, w, h, hb, sync_cfg) = (
+        pods.clone(),
+        cache.clone(),
+        workers_ref.clone(),
+        health_rx.clone(),
+        heartbeat.clone(),
+        config.sync.clone(),
+    );
+    let sync_loop = ChildSpec::new("sync-loop", move || {
+        SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
+    })
+    .mailbox_capacity(16 * 1024);
+    let sync_ref = sync_loop.child_ref();
+    let _ = sync_cell.set(sync_ref.recipient());
+
+    // pleg
+    let (rt, c, ev, ph, relist) = (
+        runtime.clone(),
+        cache.clone(),
+        sync_ref.recipient(),
+        pleg_health.clone(),
+        config.relist_period,
+    );
+    let pleg = ChildSpec::new("pleg", move || {
+        Pleg::new(rt.clone(), c.clone(), ev.clone(), ph.clone(), relist)
+    });
+
+    // pod-config and sources
+    let mut expected = vec![];
+    if config.static_pod_path.is_some() {
+        expected.push(PodSource::File);
+    }
+    if config.static_pod_url.is_some() {
+        expected.push(PodSource::Http);
+    }
+    let (updates, ready) = (sync_ref.recipient(), sync_ref.recipient());
+    let exp = expected.clone();
+    let pod_config = ChildSpec::new("pod-config", move || {
+        PodConfig::new(exp.clone(), updates.clone(), ready.clone())
+    });
+    let pc_ref = pod_config.child_ref();
+
+    let mut root = SupervisorSpec::new("root")
+        .strategy(Strategy::OneForOne)
+        .intensity(10, Duration::from_secs(60))
+        .child(runtime_health)
+        .child(status_manager)
+        .child(workers_sup)
+        .child(workers)
+        .child(pleg)
+        .child(sync_loop)
+        .child(pod_config);
+
+    if let Some(path) = &config.static_pod_path {
+        let mut fc = FileSourceConfig::new(path.clone(), config.node_name.clone());
+        fc.check_frequency = config.file_check_frequency;
+        let out = pc_ref.recipient();
+        root = root.child(ChildSpec::new("file-source", move || {
+            FileSource::new(fc.clone(), out.clone())
+        }));
+    }
+    if let Some(url) = &config.static_pod_url {
+        let mut hc = HttpSourceConfig::new(url.clone(), config.node_name.clone());
+        hc.headers = config.static_pod_url_headers.clone();
+        hc.check_frequency = config.http_check_frequency;
+        let out = pc_ref.recipient();
+        // Validate once up front, so the factory cannot fail later.
+        HttpSource::new(hc.clone(), out.clone())?;
+        root = root.child(ChildSpec::new("http-source", move || {
+            HttpSource::new(hc.clone(), out.clone()).unwrap_or_else(|e| unreachable!("validated at start: {e}"))
+        }));
+    }
+
+    let health = HealthState {
+        sync_loop: heartbeat,
+        pleg: pleg_health,
+        started,
+        sync_loop_threshold: sync_loop_threshold(config.sync.sync_frequency),
+    };
+    let state = ServerState {
+        pods: pods.clone(),
+        statuses: statuses.clone(),
+        health: health.clone(),
+    };
+    let (read_only_addrs, healthz_addrs) = (ServerAddrs::default(), ServerAddrs::default());
+    if let Some(addr) = config.healthz_addr {
+        let (st, b) = (state.clone(), healthz_addrs.clone());
+        root = root.child(
+            ChildSpec::new("healthz", move || {
+                HttpServer::new("healthz", addr, Routes::Healthz, st.clone(), b.clone())
+            })
+            .restart(RestartPolicy::Permanent),
+        );
+    }
+    if let Some(addr) = config.read_only_addr {
+        let (st, b) = (state.clone(), read_only_addrs.clone());
+        root = root.child(ChildSpec::new("read-only", move || {
+            HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone())
+        }));
+    }
+    let root = root.start_root();
+    tracing::info!(node = %config.node_name, sources = ?expected.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
+    Ok(Kubelet {
+        root,
+        pods,
+        statuses,
+        cache,
+        runtime_health: health_rx,
+        read_only_addrs,
+        healthz_addrs,
+        health,
+    })
+}

@@ -1,0 +1,173 @@
+//! [`RuntimeManager`]: the runtime side of the kubelet (upstream
+//! `kubeGenericRuntimeManager`). It owns the CRI handle, the restart and
+//! image pull backoffs and the settings; its verbs live in their own files:
+//! [`sync_pod`](super::sync_pod), [`kill`](super::kill), [`image`](super::image).
+//!
+//! # Sharing
+//! One manager serves every pod worker: all methods take `&self`, the
+//! backoffs lock internally (never across an await), and image pulls are
+//! serialized when `serializeImagePulls` is set. Hold it in an `Arc`.
+//!
+//! # Clocks
+//! Backoff runs on [`tokio::time::Instant`] (so tests pause time), while the
+//! runtime reports wall-clock timestamps. A container's finish time is mapped
+//! onto the monotonic clock by comparing it with the *runtime's* current wall
+//! time ([`RuntimeManager::with_wall_clock`]; default: the system clock).
+
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+use tokio::time::Instant;
+
+use super::backoff::Backoff;
+use super::config::RuntimeManagerConfig;
+use super::convert;
+use super::pod_status::RuntimePodStatus;
+use crate::cri::{CriResult, SharedRuntime};
+use crate::messages::PodUid;
+
+/// The wall clock the runtime's timestamps are read against.
+pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// Runs pods on a CRI runtime.
+pub struct RuntimeManager {
+    pub(crate) runtime: SharedRuntime,
+    pub(crate) config: RuntimeManagerConfig,
+    pub(crate) backoff: Backoff,
+    pub(crate) image_backoff: Backoff,
+    pub(crate) pull_lock: tokio::sync::Mutex<()>,
+    wall_clock: WallClock,
+}
+
+impl fmt::Debug for RuntimeManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeManager")
+            .field("config", &self.config)
+            .field("backoff_entries", &self.backoff.len())
+            .field("image_backoff_entries", &self.image_backoff.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RuntimeManager {
+    /// A manager for `runtime` with upstream's backoffs (10s doubling to 300s).
+    pub fn new(runtime: SharedRuntime, config: RuntimeManagerConfig) -> Self {
+        Self {
+            runtime,
+            config,
+            backoff: Backoff::default(),
+            image_backoff: Backoff::default(),
+            pull_lock: tokio::sync::Mutex::new(()),
+            wall_clock: Arc::new(convert::system_now),
+        }
+    }
+
+    /// Reads the runtime's timestamps against `clock` (e.g. the mock
+    /// runtime's virtual clock in tests) instead of the system clock.
+    pub fn with_wall_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
+        self.wall_clock = Arc::new(clock);
+        self
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &SharedRuntime {
+        &self.runtime
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &RuntimeManagerConfig {
+        &self.config
+    }
+
+    /// The container restart backoff (`CrashLoopBackOff`).
+    pub fn backoff(&self) -> &Backoff {
+        &self.backoff
+    }
+
+    /// The image pull backoff (`ImagePullBackOff`).
+    pub fn image_backoff(&self) -> &Backoff {
+        &self.image_backoff
+    }
+
+    /// Drops idle backoff entries (housekeeping calls this periodically).
+    pub fn gc_backoffs(&self) {
+        let now = Instant::now();
+        self.backoff.gc(now);
+        self.image_backoff.gc(now);
+    }
+
+    /// One pod's status as the runtime reports it (see [`convert::get_pod_status`]).
+    pub async fn get_pod_status(&self, uid: &PodUid, name: &str, namespace: &str) -> CriResult<RuntimePodStatus> {
+        convert::get_pod_status(self.runtime.as_ref(), uid, name, namespace).await
+    }
+
+    /// The monotonic instant corresponding to the runtime timestamp `ts`
+    /// (clamped to now for timestamps in the future).
+    pub(crate) fn instant_of(&self, ts: Timestamp) -> Instant {
+        let now = Instant::now();
+        let ago = (self.wall_clock)().as_nanosecond() - ts.as_nanosecond();
+        let ago = std::time::Duration::from_nanos(u64::try_from(ago.max(0)).unwrap_or(u64::MAX));
+        now.checked_sub(ago).unwrap_or(now)
+    }
+}
+
+/// Upstream `format.Pod`: `name_namespace(uid)`.
+pub fn format_pod(name: &str, namespace: &str, uid: &str) -> String {
+    format!("{name}_{namespace}({uid})")
+}
+
+/// `format_pod` for a pod object.
+pub(crate) fn format_pod_of(pod: &k8s_openapi::api::core::v1::Pod) -> String {
+    let m = &pod.metadata;
+    format_pod(
+        m.name.as_deref().unwrap_or_default(),
+        m.namespace.as_deref().unwrap_or_default(),
+        m.uid.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Go's `time.Duration.String()` for whole seconds: `10s`, `1m20s`, `5m0s`.
+pub(crate) fn go_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec}s"),
+        (h, m, sec) => format!("{h}h{m}m{sec}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cri::mock::MockRuntime;
+
+    #[test]
+    fn go_duration_formats_like_go() {
+        let f = |s| go_duration(Duration::from_secs(s));
+        assert_eq!(
+            [f(0), f(10), f(80), f(160), f(300), f(3725)],
+            ["0s", "10s", "1m20s", "2m40s", "5m0s", "1h2m5s"]
+        );
+    }
+
+    #[test]
+    fn pods_format_as_name_namespace_uid() {
+        assert_eq!(format_pod("web", "prod", "u1"), "web_prod(u1)");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn runtime_timestamps_map_onto_the_monotonic_clock() {
+        let base = convert::system_now();
+        let start = Instant::now();
+        let m = RuntimeManager::new(Arc::new(MockRuntime::new()), RuntimeManagerConfig::default())
+            .with_wall_clock(move || base + start.elapsed());
+        tokio::time::advance(Duration::from_secs(100)).await;
+        let ten_ago = base + Duration::from_secs(90);
+        assert_eq!(Instant::now() - m.instant_of(ten_ago), Duration::from_secs(10));
+        let future = base + Duration::from_secs(500);
+        assert_eq!(m.instant_of(future), Instant::now(), "future timestamps clamp to now");
+    }
+}

@@ -1,0 +1,125 @@
+//! The runtime's view of a pod (upstream `kubecontainer.PodStatus`): what the
+//! CRI reports for one pod UID, as the PLEG caches it and the pod workers,
+//! `computePodActions` and status generation read it.
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::messages::PodUid;
+
+/// Everything the runtime knows about one pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimePodStatus {
+    /// The pod's UID (from the `io.kubernetes.pod.uid` label).
+    pub uid: PodUid,
+    /// Pod name (`io.kubernetes.pod.name`).
+    pub name: String,
+    /// Pod namespace (`io.kubernetes.pod.namespace`).
+    pub namespace: String,
+    /// Pod IPs of the newest ready sandbox (empty for hostNetwork or none).
+    pub ips: Vec<String>,
+    /// Sandboxes of the pod, newest first.
+    pub sandboxes: Vec<SandboxStatus>,
+    /// Containers of the pod (all attempts, init and regular), newest first.
+    pub containers: Vec<ContainerStatus>,
+}
+
+impl RuntimePodStatus {
+    /// An empty status: nothing exists in the runtime for `uid`.
+    pub fn empty(uid: PodUid, name: impl Into<String>, namespace: impl Into<String>) -> Self {
+        Self {
+            uid,
+            name: name.into(),
+            namespace: namespace.into(),
+            ips: vec![],
+            sandboxes: vec![],
+            containers: vec![],
+        }
+    }
+
+    /// The newest status of the container named `name`, if any.
+    pub fn find_container(&self, name: &str) -> Option<&ContainerStatus> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+
+    /// Containers that are running now.
+    pub fn running_containers(&self) -> impl Iterator<Item = &ContainerStatus> {
+        self.containers.iter().filter(|c| c.state == ContainerState::Running)
+    }
+}
+
+/// Sandbox state (CRI `PodSandboxState`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SandboxState {
+    /// `SANDBOX_READY`.
+    Ready,
+    /// `SANDBOX_NOTREADY`.
+    NotReady,
+}
+
+/// One pod sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxStatus {
+    /// CRI sandbox id.
+    pub id: String,
+    /// Ready or not.
+    pub state: SandboxState,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// `metadata.attempt`: how many sandboxes were created before this one.
+    pub attempt: u32,
+    /// Primary IP then additional IPs; `[""]` when the runtime reports no IP
+    /// (a non-hostNetwork sandbox like that is recreated), empty when the
+    /// network status is unknown (built from a list answer, not
+    /// `PodSandboxStatus`).
+    pub ips: Vec<String>,
+    /// The sandbox uses the host network namespace.
+    pub host_network: bool,
+}
+
+/// Container state (CRI `ContainerState`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ContainerState {
+    /// `CONTAINER_CREATED`: created, not started.
+    Created,
+    /// `CONTAINER_RUNNING`.
+    Running,
+    /// `CONTAINER_EXITED`.
+    Exited,
+    /// `CONTAINER_UNKNOWN`.
+    Unknown,
+}
+
+/// One container (one attempt of a container of the pod spec).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerStatus {
+    /// CRI container id.
+    pub id: String,
+    /// Container name (`io.kubernetes.container.name`).
+    pub name: String,
+    /// State.
+    pub state: ContainerState,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Start time, when started.
+    pub started_at: Option<Timestamp>,
+    /// Finish time, when exited.
+    pub finished_at: Option<Timestamp>,
+    /// Exit code (meaningful when exited).
+    pub exit_code: i32,
+    /// The image as the spec named it.
+    pub image: String,
+    /// The image reference the runtime resolved (digest or id).
+    pub image_ref: String,
+    /// The image id.
+    pub image_id: String,
+    /// The container spec hash it was created from (`io.kubernetes.container.hash`).
+    pub hash: String,
+    /// Restart count (`io.kubernetes.container.restartCount`).
+    pub restart_count: u32,
+    /// Runtime reason (`Completed`, `Error`, `OOMKilled`, …).
+    pub reason: String,
+    /// Runtime message (or the termination message).
+    pub message: String,
+    /// The sandbox the container belongs to.
+    pub sandbox_id: String,
+}

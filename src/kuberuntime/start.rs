@@ -1,0 +1,208 @@
+//! Starting one container (upstream `doBackOff` + `startContainer`):
+//! restart backoff, image, log directory, config, `CreateContainer`,
+//! `StartContainer`, legacy log symlink, postStart hook point.
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use tokio::time::Instant;
+
+use super::backoff::container_backoff_key;
+use super::container_config::{
+    ContainerConfigInput, container_log_dir, generate_container_config, restart_count_from_log_names,
+};
+use super::hash::container_hash;
+use super::manager::{RuntimeManager, format_pod_of, go_duration};
+use super::pod_status::{ContainerState, RuntimePodStatus};
+use super::sync_result::{SyncError, SyncErrorReason};
+use crate::cri::v1;
+
+/// Longest file name ext4 allows.
+const MAX_FILE_NAME_LEN: usize = 255;
+
+/// The legacy `/var/log/containers/<pod>_<ns>_<container>-<id>.log` symlink
+/// path (upstream `legacyLogSymlink`, cut to the file name limit).
+pub fn legacy_log_symlink(dir: &Path, pod: &str, namespace: &str, container: &str, container_id: &str) -> PathBuf {
+    let suffix = ".log";
+    let mut name = format!("{pod}_{namespace}_{container}-{container_id}");
+    let max = MAX_FILE_NAME_LEN - suffix.len();
+    if name.len() > max {
+        let cut = (0..=max).rev().find(|i| name.is_char_boundary(*i)).unwrap_or(0);
+        name.truncate(cut);
+    }
+    dir.join(format!("{name}{suffix}"))
+}
+
+/// What [`RuntimeManager::start_container`] needs besides the container.
+#[derive(Clone, Copy, Debug)]
+pub struct StartContext<'a> {
+    /// The pod.
+    pub pod: &'a Pod,
+    /// The runtime status the sync started from.
+    pub status: &'a RuntimePodStatus,
+    /// The sandbox to create the container in.
+    pub sandbox_id: &'a str,
+    /// That sandbox's config.
+    pub sandbox_config: &'a v1::PodSandboxConfig,
+    /// The pod's IPs.
+    pub pod_ips: &'a [String],
+}
+
+impl RuntimeManager {
+    /// Upstream `doBackOff`: if the container's last exit is within its
+    /// restart backoff, `CrashLoopBackOff`; else advances the backoff.
+    pub fn check_restart_backoff(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        status: &RuntimePodStatus,
+    ) -> Result<(), SyncError> {
+        let last_exit = status
+            .containers
+            .iter()
+            .find(|c| c.name == container.name && c.state == ContainerState::Exited);
+        let Some(finished) = last_exit.and_then(|c| c.finished_at) else {
+            return Ok(());
+        };
+        let m = &pod.metadata;
+        let key = container_backoff_key(
+            m.name.as_deref().unwrap_or_default(),
+            m.namespace.as_deref().unwrap_or_default(),
+            m.uid.as_deref().unwrap_or_default(),
+            &container.name,
+            &container_hash(container),
+        );
+        let (now, finished) = (Instant::now(), self.instant_of(finished));
+        if self.backoff.is_in_backoff(&key, now, finished) {
+            let message = format!(
+                "back-off {} restarting failed container={} pod={}",
+                go_duration(self.backoff.get(&key)),
+                container.name,
+                format_pod_of(pod)
+            );
+            tracing::info!(%message, "back-off restarting failed container");
+            return Err(SyncError::new(SyncErrorReason::CrashLoopBackOff, message));
+        }
+        self.backoff.next(&key, finished, now);
+        Ok(())
+    }
+
+    /// The restart count for a new instance of `container`: one more than the
+    /// newest instance, or recovered from its log directory.
+    async fn next_restart_count(&self, pod: &Pod, container: &Container, status: &RuntimePodStatus) -> u32 {
+        if let Some(c) = status.find_container(&container.name) {
+            return c.restart_count.saturating_add(1);
+        }
+        let dir = container_log_dir(&self.config.pod_logs_dir, pod, &container.name);
+        let Ok(mut entries) = tokio::fs::read_dir(&dir).await else {
+            return 0;
+        };
+        let mut names = Vec::new();
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            if entry.file_type().await.is_ok_and(|t| !t.is_dir()) {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        restart_count_from_log_names(names.iter().map(String::as_str))
+    }
+
+    /// Starts one container (init or regular) and returns its id, or the
+    /// upstream reason it could not be started.
+    pub async fn start_container(
+        &self,
+        ctx: StartContext<'_>,
+        container: &Container,
+        mounts: Vec<v1::Mount>,
+    ) -> Result<String, SyncError> {
+        let StartContext {
+            pod,
+            status,
+            sandbox_id,
+            sandbox_config,
+            pod_ips,
+        } = ctx;
+        self.check_restart_backoff(pod, container, status)?;
+        let image = self.ensure_image(pod, container, sandbox_config).await?;
+        let restart_count = self.next_restart_count(pod, container, status).await;
+
+        let config_error = |message: String| SyncError::new(SyncErrorReason::CreateContainerConfigError, message);
+        let log_dir = container_log_dir(&self.config.pod_logs_dir, pod, &container.name);
+        tokio::fs::create_dir_all(&log_dir).await.map_err(|e| {
+            config_error(format!(
+                "create container log directory for container {} failed: {e}",
+                container.name
+            ))
+        })?;
+        let input = ContainerConfigInput {
+            pod,
+            container,
+            restart_count,
+            image_ref: &image.image_ref,
+            image_user: &image.user,
+            pod_ips,
+            mounts,
+        };
+        let config = generate_container_config(input, &self.config).map_err(|e| config_error(e.to_string()))?;
+        let log_path = config.log_path.clone();
+
+        let req = v1::CreateContainerRequest {
+            pod_sandbox_id: sandbox_id.to_string(),
+            config: Some(config),
+            sandbox_config: Some(sandbox_config.clone()),
+        };
+        let id = match self.runtime.create_container(req).await {
+            Ok(resp) => resp.container_id,
+            Err(e) => return Err(SyncError::new(SyncErrorReason::CreateContainerError, e.message)),
+        };
+        tracing::info!(container_id = %id, restart_count, "created container");
+        if let Err(e) = self
+            .runtime
+            .start_container(v1::StartContainerRequest {
+                container_id: id.clone(),
+            })
+            .await
+        {
+            return Err(SyncError::new(SyncErrorReason::RunContainerError, e.message));
+        }
+        tracing::info!(container_id = %id, "started container");
+        self.link_legacy_log(pod, &container.name, &id, &sandbox_config.log_directory, &log_path)
+            .await;
+        // Hook point: the postStart hook runs here; if it fails the container
+        // is killed with reason FailedPostStartHook (`PostStartHookError`).
+        Ok(id)
+    }
+
+    async fn link_legacy_log(&self, pod: &Pod, container: &str, id: &str, log_directory: &str, log_path: &str) {
+        let Some(dir) = &self.config.container_logs_dir else {
+            return;
+        };
+        let target = Path::new(log_directory).join(log_path);
+        if tokio::fs::symlink_metadata(&target).await.is_err() {
+            return; // upstream links only existing log files
+        }
+        let m = &pod.metadata;
+        let link = legacy_log_symlink(
+            dir,
+            m.name.as_deref().unwrap_or_default(),
+            m.namespace.as_deref().unwrap_or_default(),
+            container,
+            id,
+        );
+        if let Err(e) = tokio::fs::symlink(&target, &link).await {
+            tracing::warn!(path = %link.display(), error = %e, "failed to create legacy symbolic link");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legacy_symlinks_are_named_pod_namespace_container_id() {
+        let p = legacy_log_symlink(Path::new("/var/log/containers"), "web", "prod", "nginx", "abc123");
+        assert_eq!(p, PathBuf::from("/var/log/containers/web_prod_nginx-abc123.log"));
+        let long = legacy_log_symlink(Path::new("/d"), &"p".repeat(200), "ns", "c", &"f".repeat(64));
+        assert_eq!(long.file_name().map(|n| n.len()), Some(255));
+    }
+}

@@ -1,0 +1,110 @@
+//! The `actlet` node daemon: the command line only; everything else lives in
+//! the library.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use actlet::actors::supervisor::ExitReason;
+use actlet::cli::{Cli, Command, KubeletFlags, MockCriArgs, log_filter};
+use actlet::cri::client::{CriClient, parse_endpoint};
+use actlet::cri::mock::MockRuntime;
+use actlet::cri::server::CriServer;
+use actlet::cri::{Runtime, v1};
+use actlet::kubelet::{KubeletConfig, start};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(log_filter(cli.flags.verbosity)));
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Some(Command::Version) => {
+            println!("actlet {} (CRI runtime.v1)", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Some(Command::MockCri(args)) => mock_cri(args),
+        None => run(cli.flags),
+    }
+}
+
+fn fatal(msg: impl std::fmt::Display) -> ExitCode {
+    tracing::error!("{msg}");
+    eprintln!("actlet: {msg}");
+    ExitCode::FAILURE
+}
+
+fn mock_cri(args: MockCriArgs) -> ExitCode {
+    let path = match parse_endpoint(&args.listen) {
+        Ok(p) => p,
+        Err(e) => return fatal(format!("--listen: {e}")),
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
+    };
+    rt.block_on(async move {
+        let mock = Arc::new(MockRuntime::new());
+        tracing::info!(socket = %path.display(), "serving the mock CRI runtime");
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        match CriServer::new(mock).serve(&path, shutdown).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fatal(e),
+        }
+    })
+}
+
+fn run(flags: KubeletFlags) -> ExitCode {
+    let hostname = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    let config = match KubeletConfig::from_flags(&flags, &hostname) {
+        Ok(c) => c,
+        Err(e) => return fatal(e),
+    };
+    if flags.kubeconfig.is_some() {
+        return fatal("--kubeconfig: cluster mode is not implemented yet; run without it (standalone mode)");
+    }
+    if flags.config.is_some() {
+        return fatal("--config: KubeletConfiguration files are not supported yet; use flags");
+    }
+    tracing::info!("standalone mode: no API server; pod status is served on the read-only port only");
+    let system = actix_rt::System::new();
+    system.block_on(async move {
+        // The client's connection task needs the runtime, so it is made here.
+        let client = match CriClient::new(&flags.container_runtime_endpoint, flags.runtime_request_timeout) {
+            Ok(c) => c,
+            Err(e) => return fatal(format!("--container-runtime-endpoint: {e}")),
+        };
+        match client.version(v1::VersionRequest { version: "v1".into() }).await {
+            Ok(v) => tracing::info!(runtime = %v.runtime_name, version = %v.runtime_version, api = %v.runtime_api_version, "connected to the container runtime"),
+            Err(e) => tracing::warn!(error = %e, "container runtime not reachable yet; pod syncs wait until it is"),
+        }
+        let deadline = config.shutdown_deadline;
+        let kubelet = match start(config, Arc::new(client)) {
+            Ok(k) => k,
+            Err(e) => return fatal(e),
+        };
+        let root = kubelet.root.clone();
+        actix_rt::spawn(async move {
+            if let Err(e) = actlet::actors::supervisor::shutdown_on_signals(&root, deadline).await {
+                tracing::error!(error = %e, "shutdown failed");
+            }
+        });
+        match kubelet.root.wait().await {
+            ExitReason::Normal | ExitReason::Killed => {
+                tracing::info!("actlet stopped");
+                ExitCode::SUCCESS
+            }
+            other => fatal(format!("actlet stopped: {other:?}")),
+        }
+    })
+}

@@ -1,0 +1,47 @@
+//! [`PodUid`]: the identity every per-pod message is keyed by.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// A pod's `metadata.uid`. Cheap to clone (shared string).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PodUid(Arc<str>);
+
+impl PodUid {
+    /// Wraps a UID string.
+    pub fn new(uid: impl Into<Arc<str>>) -> Self {
+        Self(uid.into())
+    }
+
+    /// The UID as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PodUid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for PodUid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PodUid({})", self.0)
+    }
+}
+
+impl From<&str> for PodUid {
+    fn from(s: &str) -> Self {
+        Self::new(s)
+    }
+}
+
+impl From<String> for PodUid {
+    fn from(s: String) -> Self {
+        Self::new(s)
+    }
+}

@@ -1,0 +1,214 @@
+//! [`PodCache`]: the latest runtime status of every pod, stamped with the
+//! time it was read, shared by the PLEG (writer) and the pod workers (readers).
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::kuberuntime::pod_status::RuntimePodStatus;
+use crate::messages::PodUid;
+
+/// One cached pod status.
+#[derive(Clone, Debug)]
+pub struct CacheEntry {
+    /// The runtime status (`None` when the pod has nothing in the runtime).
+    pub status: Option<Arc<RuntimePodStatus>>,
+    /// The error of the last attempt to read it, if it failed.
+    pub error: Option<String>,
+    /// When the status was read (relist start time).
+    pub modified: Instant,
+}
+
+/// The pod cache: `uid → (status, time read)`, plus a global timestamp meaning
+/// "every pod not in the map had nothing in the runtime as of this time".
+///
+/// Cheap to clone; all clones share the same cache. Reads never block the
+/// writer (dashmap shards); [`PodCache::get_newer_than`] waits without
+/// holding a lock.
+#[derive(Clone, Debug)]
+pub struct PodCache {
+    pods: Arc<DashMap<PodUid, CacheEntry>>,
+    global: Arc<watch::Sender<Option<Instant>>>,
+}
+
+impl Default for PodCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PodCache {
+    /// An empty cache with no global timestamp yet.
+    pub fn new() -> Self {
+        let (tx, _rx) = watch::channel(None);
+        Self {
+            pods: Arc::new(DashMap::new()),
+            global: Arc::new(tx),
+        }
+    }
+
+    /// The cached entry for `uid`, if any.
+    pub fn get(&self, uid: &PodUid) -> Option<CacheEntry> {
+        self.pods.get(uid).map(|e| e.clone())
+    }
+
+    /// Stores the status of `uid` read at `modified`; wakes waiters.
+    /// An older write never replaces a newer one.
+    pub fn set(&self, uid: PodUid, status: Option<Arc<RuntimePodStatus>>, error: Option<String>, modified: Instant) {
+        let mut entry = self.pods.entry(uid).or_insert_with(|| CacheEntry {
+            status: None,
+            error: None,
+            modified,
+        });
+        if entry.modified <= modified {
+            *entry = CacheEntry {
+                status,
+                error,
+                modified,
+            };
+        }
+        drop(entry);
+        self.global.send_modify(|_| {});
+    }
+
+    /// Forgets `uid`.
+    pub fn delete(&self, uid: &PodUid) {
+        self.pods.remove(uid);
+    }
+
+    /// Declares that, as of `t`, every pod's entry is current (set after a
+    /// successful relist); wakes waiters.
+    pub fn update_time(&self, t: Instant) {
+        self.global.send_modify(|g| {
+            if g.is_none_or(|old| old < t) {
+                *g = Some(t);
+            }
+        });
+    }
+
+    /// The global timestamp.
+    pub fn global_time(&self) -> Option<Instant> {
+        *self.global.borrow()
+    }
+
+    /// Every cached runtime status (a snapshot; order unspecified).
+    pub fn statuses(&self) -> Vec<Arc<RuntimePodStatus>> {
+        self.pods.iter().filter_map(|e| e.value().status.clone()).collect()
+    }
+
+    /// Number of cached pods.
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// True when no pod is cached.
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    /// Waits until the cache holds a status of `uid` newer than `min`: either
+    /// the pod's own entry was read after `min`, or a whole relist finished
+    /// after `min` (then a missing entry means "nothing in the runtime").
+    pub async fn get_newer_than(&self, uid: &PodUid, min: Instant) -> CacheEntry {
+        let mut rx = self.global.subscribe();
+        loop {
+            let global = *rx.borrow_and_update();
+            let entry = self.get(uid);
+            match entry {
+                Some(e) if e.modified > min => return e,
+                Some(e) if global.is_some_and(|g| g > min) => {
+                    return CacheEntry {
+                        modified: global.unwrap_or(e.modified),
+                        ..e
+                    };
+                }
+                None => {
+                    if let Some(g) = global.filter(|g| *g > min) {
+                        return CacheEntry {
+                            status: None,
+                            error: None,
+                            modified: g,
+                        };
+                    }
+                }
+                Some(_) => {}
+            }
+            if rx.changed().await.is_err() {
+                // The writer is gone; answer with what we have.
+                return self.get(uid).unwrap_or(CacheEntry {
+                    status: None,
+                    error: None,
+                    modified: min,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn status(uid: &str) -> Arc<RuntimePodStatus> {
+        Arc::new(RuntimePodStatus::empty(uid.into(), "p", "default"))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn get_newer_than_returns_at_once_when_entry_is_newer() {
+        let cache = PodCache::new();
+        let t0 = Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        cache.set("a".into(), Some(status("a")), None, Instant::now());
+        let e = cache.get_newer_than(&"a".into(), t0).await;
+        assert!(e.status.is_some());
+        assert!(e.modified > t0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn get_newer_than_waits_for_a_later_write() {
+        let cache = PodCache::new();
+        let t0 = Instant::now();
+        cache.set("a".into(), Some(status("a")), None, t0);
+        let c2 = cache.clone();
+        let waiter = tokio::spawn(async move { c2.get_newer_than(&"a".into(), t0).await });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "must wait: the entry is not newer than t0");
+        tokio::time::advance(Duration::from_millis(10)).await;
+        let t1 = Instant::now();
+        cache.set("a".into(), Some(status("a")), None, t1);
+        let e = waiter.await.unwrap();
+        assert_eq!(e.modified, t1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn global_timestamp_answers_for_missing_pods() {
+        let cache = PodCache::new();
+        let t0 = Instant::now();
+        let c2 = cache.clone();
+        let waiter = tokio::spawn(async move { c2.get_newer_than(&"gone".into(), t0).await });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        tokio::time::advance(Duration::from_millis(10)).await;
+        cache.update_time(Instant::now());
+        let e = waiter.await.unwrap();
+        assert!(e.status.is_none());
+        assert!(e.modified > t0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn older_write_never_replaces_newer() {
+        let cache = PodCache::new();
+        let t0 = Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let t1 = Instant::now();
+        cache.set("a".into(), Some(status("a")), None, t1);
+        cache.set("a".into(), None, Some("stale".into()), t0);
+        let e = cache.get(&"a".into()).unwrap();
+        assert_eq!(e.modified, t1);
+        assert!(e.status.is_some());
+    }
+}

@@ -1,0 +1,15 @@
+//! The pod lifecycle event generator (upstream "generic PLEG").
+//!
+//! Every relist period the [`Pleg`](actor::Pleg) actor lists the runtime's
+//! sandboxes and containers, compares each container's state with the previous
+//! relist ([`events::compute_events`], pure), refreshes the [`PodCache`] for the
+//! pods that changed, and sends one [`PodLifecycleEvent`](crate::messages::pleg::PodLifecycleEvent)
+//! per change to the sync loop. The cache is what pod workers read before a
+//! sync: they wait until it holds a status newer than their previous sync.
+
+pub mod actor;
+pub mod cache;
+pub mod events;
+
+pub use actor::{Pleg, PlegHealthHandle};
+pub use cache::{CacheEntry, PodCache};

@@ -1,0 +1,119 @@
+//! [`PodManager`]: the desired pods (upstream `pod.Manager`), shared read-mostly.
+//!
+//! The sync loop is the only writer; pod workers (when they restart and must
+//! resume), housekeeping and the HTTP servers read it concurrently without
+//! going through a mailbox.
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::messages::PodUid;
+use crate::messages::pod_update::PodSource;
+
+/// A desired pod and the source it came from.
+#[derive(Clone, Debug)]
+pub struct DesiredPod {
+    /// The pod as the source gave it (defaulted for static pods).
+    pub pod: Arc<Pod>,
+    /// Its source.
+    pub source: PodSource,
+}
+
+/// The pods this node should run, by UID. Cheap to clone; clones share state.
+#[derive(Clone, Debug, Default)]
+pub struct PodManager {
+    pods: Arc<DashMap<PodUid, DesiredPod>>,
+}
+
+/// The UID of a pod (empty when unset).
+pub fn pod_uid(pod: &Pod) -> PodUid {
+    PodUid::new(pod.metadata.uid.as_deref().unwrap_or_default())
+}
+
+/// `name_namespace(uid)` as upstream's `format.Pod` prints it.
+pub fn format_pod(pod: &Pod) -> String {
+    format!(
+        "{}_{}({})",
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.uid.as_deref().unwrap_or_default()
+    )
+}
+
+impl PodManager {
+    /// An empty manager.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces a pod.
+    pub fn upsert(&self, pod: Arc<Pod>, source: PodSource) {
+        self.pods.insert(pod_uid(&pod), DesiredPod { pod, source });
+    }
+
+    /// Removes a pod; returns what was there.
+    pub fn remove(&self, uid: &PodUid) -> Option<DesiredPod> {
+        self.pods.remove(uid).map(|(_, d)| d)
+    }
+
+    /// The pod with `uid`.
+    pub fn get(&self, uid: &PodUid) -> Option<DesiredPod> {
+        self.pods.get(uid).map(|d| d.clone())
+    }
+
+    /// Whether `uid` is desired.
+    pub fn contains(&self, uid: &PodUid) -> bool {
+        self.pods.contains_key(uid)
+    }
+
+    /// Every desired pod (a snapshot; order unspecified).
+    pub fn pods(&self) -> Vec<DesiredPod> {
+        self.pods.iter().map(|e| e.value().clone()).collect()
+    }
+
+    /// UIDs of every desired pod.
+    pub fn uids(&self) -> Vec<PodUid> {
+        self.pods.iter().map(|e| e.key().clone()).collect()
+    }
+
+    /// Number of desired pods.
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// True when no pod is desired.
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str, name: &str) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.metadata.uid = Some(uid.into());
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = Some("default".into());
+        Arc::new(p)
+    }
+
+    #[test]
+    fn upsert_get_remove() {
+        let m = PodManager::new();
+        m.upsert(pod("u1", "a"), PodSource::File);
+        m.upsert(pod("u1", "a2"), PodSource::File);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m.get(&"u1".into()).unwrap().pod.metadata.name.as_deref(), Some("a2"));
+        assert!(m.remove(&"u1".into()).is_some());
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn format_pod_matches_upstream() {
+        assert_eq!(format_pod(&pod("u1", "web")), "web_default(u1)");
+    }
+}

@@ -1,0 +1,42 @@
+//! [`WorkerDeps`]: what every pod worker shares (runtime manager, caches,
+//! the status manager's address). Built once, cloned into each worker's factory.
+
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::actors::supervisor::SupervisedRecipient;
+use crate::kuberuntime::RuntimeManager;
+use crate::pleg::PodCache;
+use crate::pod_manager::PodManager;
+use crate::status::StatusCache;
+use crate::status::messages::UpdatePodStatus;
+
+/// Collaborators of the pod workers.
+#[derive(Clone)]
+pub struct WorkerDeps {
+    /// Runs pods on the CRI runtime.
+    pub runtime: Arc<RuntimeManager>,
+    /// Runtime status of every pod (written by the PLEG and by workers after their own syncs).
+    pub cache: PodCache,
+    /// Desired pods (a restarted worker resumes from here).
+    pub pods: PodManager,
+    /// The API statuses the status manager holds (the "previous" status).
+    pub statuses: StatusCache,
+    /// The status manager.
+    pub status_manager: SupervisedRecipient<UpdatePodStatus>,
+    /// This node's IP, reported as `hostIP`.
+    pub host_ip: Option<String>,
+    /// Prefix of container IDs in the API status (`containerd://…`).
+    pub runtime_name: String,
+    /// Wall clock for API timestamps.
+    pub wall_clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+}
+
+impl std::fmt::Debug for WorkerDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerDeps")
+            .field("host_ip", &self.host_ip)
+            .finish_non_exhaustive()
+    }
+}

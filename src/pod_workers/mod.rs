@@ -1,0 +1,19 @@
+//! Pod workers: one actor per pod UID that runs the pod's syncs one at a time.
+//!
+//! - [`worker::PodWorker`]: the per-pod actor (a thin shell over [`sync`] and
+//!   [`pending::UpdateSlot`]);
+//! - [`manager::PodWorkers`]: creates a supervised worker per UID, routes
+//!   updates, forgets terminated workers;
+//! - [`pending::UpdateSlot`]: what a busy worker keeps of the updates it receives;
+//! - [`work_queue::WorkQueue`]: when each pod is next due for a resync.
+
+pub mod deps;
+pub mod manager;
+pub mod pending;
+pub mod sync;
+pub mod work_queue;
+pub mod worker;
+
+pub use deps::WorkerDeps;
+pub use manager::{ForgetWorkers, GetWorkerStates, PodWorkers};
+pub use worker::PodWorker;

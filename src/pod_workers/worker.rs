@@ -1,0 +1,167 @@
+//! [`PodWorker`]: the actor that owns one pod UID's lifecycle.
+//!
+//! # Lifecycle
+//! `Syncing → Terminating → Terminated` (upstream `SyncPod`,
+//! `TerminatingPod`, `TerminatedPod`), never back.
+//!
+//! # Guarantees
+//! - One step (sync or kill) runs at a time; updates arriving meanwhile are
+//!   coalesced by [`UpdateSlot`]: only the latest is kept, a pending kill is
+//!   never replaced.
+//! - Before a step the worker waits for a pod-cache entry newer than its
+//!   previous step (or reads the runtime itself), so it never acts twice on
+//!   the same stale view.
+//! - A step's CRI calls run inside the actor's context: a panic anywhere in
+//!   a step is contained by the supervisor, which rebuilds the worker; the new
+//!   instance resumes from the caches (desired pod from the pod manager,
+//!   runtime state from the pod cache or the runtime), never from scratch, so
+//!   nothing already created is created twice.
+//! - A failed kill is retried every second until the pod is stopped.
+//!
+//! The worker reports every finished step to the [`PodWorkers`](super::manager::PodWorkers)
+//! manager as [`SyncFinished`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::deps::WorkerDeps;
+use super::pending::{Offer, UpdateSlot};
+use super::sync::{StepOutcome, Waiting, sync_pod, terminate_pod};
+use crate::actors::supervisor::SupervisedRecipient;
+use crate::messages::PodUid;
+use crate::messages::pod_work::{SyncFinished, UpdatePod, UpdateType};
+use crate::pod_manager::format_pod;
+
+/// Delay before a failed kill is tried again.
+pub const KILL_RETRY: Duration = Duration::from_secs(1);
+
+/// The per-pod worker actor.
+pub struct PodWorker {
+    uid: PodUid,
+    deps: WorkerDeps,
+    report: SupervisedRecipient<SyncFinished>,
+    generation: u64,
+    slot: UpdateSlot,
+    pod: Option<Arc<Pod>>,
+    last_step: Option<Instant>,
+    waiting: Waiting,
+    last_kill: Option<UpdatePod>,
+}
+
+impl PodWorker {
+    /// A worker for `uid`; `generation` > 1 means it replaces a crashed instance.
+    pub fn new(uid: PodUid, deps: WorkerDeps, report: SupervisedRecipient<SyncFinished>, generation: u64) -> Self {
+        Self {
+            uid,
+            deps,
+            report,
+            generation,
+            slot: UpdateSlot::new(),
+            pod: None,
+            last_step: None,
+            waiting: Waiting::new(),
+            last_kill: None,
+        }
+    }
+
+    fn offer(&mut self, update: UpdatePod, ctx: &mut Context<Self>) {
+        self.pod = Some(update.pod.clone());
+        if let Offer::RunNow(u) = self.slot.offer(update) {
+            self.run(u, ctx);
+        }
+    }
+
+    fn run(&mut self, update: UpdatePod, ctx: &mut Context<Self>) {
+        let deps = self.deps.clone();
+        let newer_than = self.last_step;
+        let waiting = self.waiting.clone();
+        let span = tracing::info_span!("pod_worker", pod = %format_pod(&update.pod), update = ?update.update_type);
+        let kill = (update.update_type == UpdateType::Kill).then(|| update.kill.clone().unwrap_or_default());
+        if kill.is_some() {
+            self.last_kill = Some(update.clone());
+        }
+        let pod = update.pod;
+        let step = async move {
+            match kill {
+                Some(k) => terminate_pod(&deps, &pod, newer_than, &k, &waiting).await,
+                None => sync_pod(&deps, &pod, newer_than, &waiting).await,
+            }
+        };
+        ctx.spawn(
+            step.instrument(span)
+                .into_actor(self)
+                .map(|out, act, ctx| act.finished(out, ctx)),
+        );
+    }
+
+    fn finished(&mut self, out: StepOutcome, ctx: &mut Context<Self>) {
+        self.last_step = Some(out.started_at);
+        self.waiting = out.waiting;
+        if let (Some(kill), Some(pod)) = (out.terminate, self.pod.clone()) {
+            tracing::info!(pod = %format_pod(&pod), "pod is terminal or deleted; terminating");
+            // Offered while busy, so it becomes the (sticky) pending update.
+            let _ = self.slot.offer(UpdatePod {
+                update_type: UpdateType::Kill,
+                pod,
+                kill: Some(kill),
+            });
+        }
+        let next = self.slot.finish(out.terminated);
+        if let Some(e) = &out.error {
+            tracing::warn!(pod_uid = %self.uid, error = %e, "pod worker step failed");
+        }
+        let report = SyncFinished {
+            uid: self.uid.clone(),
+            error: out.error,
+            state: self.slot.state(),
+        };
+        if let Err(e) = self.report.do_send(report) {
+            tracing::warn!(pod_uid = %self.uid, error = %e, "cannot report to pod workers manager");
+        }
+        match next {
+            Some(update) => self.run(update, ctx),
+            None if self.slot.state() == crate::messages::pod_work::WorkerState::Terminating => {
+                ctx.run_later(KILL_RETRY, |act, ctx| {
+                    if let Some(kill) = act.last_kill.clone() {
+                        act.offer(kill, ctx);
+                    }
+                });
+            }
+            None => {}
+        }
+    }
+}
+
+impl Actor for PodWorker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if self.generation > 1 {
+            // A restarted instance resumes from the caches.
+            if let Some(desired) = self.deps.pods.get(&self.uid) {
+                tracing::info!(pod = %format_pod(&desired.pod), generation = self.generation, "pod worker restarted; resuming");
+                self.offer(
+                    UpdatePod {
+                        update_type: UpdateType::Sync,
+                        pod: desired.pod,
+                        kill: None,
+                    },
+                    ctx,
+                );
+            }
+        }
+    }
+}
+
+impl Handler<UpdatePod> for PodWorker {
+    type Result = ();
+
+    fn handle(&mut self, msg: UpdatePod, ctx: &mut Self::Context) {
+        self.offer(msg, ctx);
+    }
+}

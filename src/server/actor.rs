@@ -1,0 +1,103 @@
+//! [`HttpServer`]: an actor owning one actix-web server.
+//!
+//! It binds on start; a bind failure stops it as failed (naming the
+//! address and the cause), so its supervisor restarts it and, if the port
+//! stays taken, escalates with that message. On stop the server is stopped
+//! gracefully.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use actix::prelude::*;
+use actix_web::{App, web};
+
+use super::routes::ServerState;
+use crate::actors::supervisor::fail;
+
+/// The addresses a server bound (useful with port 0).
+#[derive(Clone, Debug, Default)]
+pub struct ServerAddrs(Arc<Mutex<Vec<SocketAddr>>>);
+
+impl ServerAddrs {
+    /// The bound addresses (empty until bound).
+    pub fn get(&self) -> Vec<SocketAddr> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, addrs: Vec<SocketAddr>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = addrs;
+    }
+}
+
+/// Which routes a server serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routes {
+    /// `/pods`, `/healthz` (read-only port).
+    ReadOnly,
+    /// `/healthz` only (healthz port).
+    Healthz,
+}
+
+/// The server actor.
+pub struct HttpServer {
+    name: &'static str,
+    addr: SocketAddr,
+    routes: Routes,
+    state: ServerState,
+    bound: ServerAddrs,
+    handle: Option<actix_web::dev::ServerHandle>,
+}
+
+impl HttpServer {
+    /// A server named `name` (for logs) on `addr`.
+    pub fn new(name: &'static str, addr: SocketAddr, routes: Routes, state: ServerState, bound: ServerAddrs) -> Self {
+        Self {
+            name,
+            addr,
+            routes,
+            state,
+            bound,
+            handle: None,
+        }
+    }
+}
+
+impl Actor for HttpServer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let state = web::Data::new(self.state.clone());
+        let routes = self.routes;
+        let server = actix_web::HttpServer::new(move || {
+            let app = App::new().app_data(state.clone());
+            match routes {
+                Routes::ReadOnly => app.configure(super::routes::read_only_routes),
+                Routes::Healthz => app.configure(super::routes::healthz_routes),
+            }
+        })
+        .workers(1)
+        .disable_signals()
+        .shutdown_timeout(1)
+        .bind(self.addr);
+        match server {
+            Ok(server) => {
+                self.bound.set(server.addrs());
+                tracing::info!(server = self.name, addrs = ?server.addrs(), "serving");
+                let running = server.run();
+                self.handle = Some(running.handle());
+                actix_rt::spawn(running);
+            }
+            Err(e) => {
+                let reason = format!("{} server cannot listen on {}: {e}", self.name, self.addr);
+                tracing::error!("{reason}");
+                fail(ctx, reason);
+            }
+        }
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        if let Some(h) = self.handle.take() {
+            actix_rt::spawn(async move { h.stop(true).await });
+        }
+    }
+}

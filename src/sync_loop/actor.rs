@@ -1,0 +1,333 @@
+//! [`SyncLoop`]: the actor at the centre of the kubelet.
+//!
+//! Inputs (each a typed message or stream): [`PodUpdate`] and
+//! [`SourcesReady`] from PodConfig, [`PlegEvents`] from the PLEG,
+//! [`SyncFinished`] from the pod workers, the runtime health watch, a 1 s
+//! sync tick and a 2 s housekeeping tick. Output: [`UpdatePod`] work for the
+//! pod workers and [`ForgetWorkers`].
+//!
+//! # Guarantees
+//! - While the runtime is not ready, no work is dispatched; updates are
+//!   applied to the pod manager and their pods are synced as soon as the
+//!   runtime is back (checked with a 100 ms → 5 s backoff besides the
+//!   health watch).
+//! - After a successful sync a pod is resynced every `syncFrequency`; after
+//!   an error, after the backoff period (10 s).
+//! - Housekeeping runs only once all sources are ready: it kills running pods
+//!   nobody wants (also ones found in the runtime after a restart) and
+//!   forgets terminated workers of removed pods.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_stream::wrappers::WatchStream;
+
+use super::dispatch::{Desired, plan, pods_to_sync};
+use super::housekeeping::cleanup;
+use crate::actors::supervisor::{ChildRef, SupervisedRecipient};
+use crate::messages::PodUid;
+use crate::messages::pleg::PlegEvents;
+use crate::messages::pod_update::{PodUpdate, SourcesReady};
+use crate::messages::pod_work::{KillOptions, SyncFinished, UpdatePod, UpdateType, WorkerState};
+use crate::messages::runtime_health::RuntimeHealthChanged;
+use crate::pleg::PodCache;
+use crate::pod_manager::PodManager;
+use crate::pod_workers::{ForgetWorkers, GetWorkerStates, PodWorkers};
+use crate::runtime_health::HealthGate;
+
+/// Timing of the sync loop (upstream defaults in [`Default`]).
+#[derive(Clone, Debug)]
+pub struct SyncLoopConfig {
+    /// `syncFrequency`: resync period of a healthy pod (1 m).
+    pub sync_frequency: Duration,
+    /// How often due pods are looked for (1 s).
+    pub sync_tick: Duration,
+    /// How often housekeeping runs (2 s).
+    pub housekeeping_period: Duration,
+    /// Delay before a pod whose sync failed is synced again (10 s).
+    pub backoff_period: Duration,
+}
+
+impl Default for SyncLoopConfig {
+    fn default() -> Self {
+        Self {
+            sync_frequency: Duration::from_secs(60),
+            sync_tick: Duration::from_secs(1),
+            housekeeping_period: Duration::from_secs(2),
+            backoff_period: Duration::from_secs(10),
+        }
+    }
+}
+
+/// When the sync loop last turned; read by `/healthz`.
+#[derive(Clone, Debug, Default)]
+pub struct SyncLoopHeartbeat(Arc<Mutex<Option<Instant>>>);
+
+impl SyncLoopHeartbeat {
+    /// The last turn.
+    pub fn last(&self) -> Option<Instant> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn beat(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+}
+
+/// The sync loop actor.
+pub struct SyncLoop {
+    config: SyncLoopConfig,
+    pods: PodManager,
+    cache: PodCache,
+    workers: ChildRef<PodWorkers>,
+    health: watch::Receiver<RuntimeHealthChanged>,
+    heartbeat: SyncLoopHeartbeat,
+    gate: HealthGate,
+    queue: crate::pod_workers::work_queue::WorkQueue,
+    deferred: HashMap<PodUid, UpdateType>,
+    sources_ready: bool,
+    housekeeping_running: bool,
+}
+
+impl SyncLoop {
+    /// A sync loop dispatching to `workers`.
+    pub fn new(
+        config: SyncLoopConfig,
+        pods: PodManager,
+        cache: PodCache,
+        workers: ChildRef<PodWorkers>,
+        health: watch::Receiver<RuntimeHealthChanged>,
+        heartbeat: SyncLoopHeartbeat,
+    ) -> Self {
+        Self {
+            config,
+            pods,
+            cache,
+            workers,
+            health,
+            heartbeat,
+            gate: HealthGate::new(),
+            queue: Default::default(),
+            deferred: HashMap::new(),
+            sources_ready: false,
+            housekeeping_running: false,
+        }
+    }
+
+    /// This actor's address for the messages it takes from peers, as one
+    /// value per message type.
+    pub fn recipients(me: &ChildRef<Self>) -> SyncLoopRecipients {
+        SyncLoopRecipients {
+            updates: me.recipient(),
+            ready: me.recipient(),
+            pleg: me.recipient(),
+            finished: me.recipient(),
+        }
+    }
+
+    fn send(&mut self, update: UpdatePod) {
+        let uid = PodUid::new(update.pod.metadata.uid.clone().unwrap_or_default());
+        if !self.gate.is_open() && update.update_type != UpdateType::Kill {
+            let t = self.deferred.entry(uid).or_insert(update.update_type);
+            if update.update_type == UpdateType::Create {
+                *t = UpdateType::Create;
+            }
+            return;
+        }
+        if let Err(e) = self.workers.do_send(update) {
+            tracing::error!(pod_uid = %uid, error = %e, "cannot dispatch to pod workers; retrying at the next resync");
+            self.queue.enqueue(uid, Instant::now(), self.config.backoff_period);
+        }
+    }
+
+    fn sync_uid(&mut self, uid: &PodUid, t: UpdateType) {
+        if let Some(d) = self.pods.get(uid) {
+            self.send(UpdatePod {
+                update_type: t,
+                pod: d.pod,
+                kill: None,
+            });
+        }
+    }
+
+    fn on_health(&mut self, ready: bool) {
+        let was = self.gate.is_open();
+        self.gate.set_ready(ready);
+        if ready && !was {
+            tracing::info!(pods = self.deferred.len(), "runtime ready again; resuming pod syncs");
+            for (uid, t) in std::mem::take(&mut self.deferred) {
+                self.sync_uid(&uid, t);
+            }
+        } else if !ready && was {
+            tracing::warn!("skipping pod synchronization: container runtime not ready");
+        }
+    }
+
+    fn tick(&mut self) {
+        self.heartbeat.beat();
+        if !self.gate.is_open() {
+            return;
+        }
+        for uid in self.queue.take_due(Instant::now()) {
+            self.sync_uid(&uid, UpdateType::Sync);
+        }
+    }
+
+    fn housekeeping(&mut self, ctx: &mut Context<Self>) {
+        if !self.sources_ready || self.housekeeping_running || !self.gate.is_open() {
+            return;
+        }
+        self.housekeeping_running = true;
+        let states = self.workers.send(GetWorkerStates);
+        ctx.spawn(
+            async move { states.await.unwrap_or_default() }
+                .into_actor(self)
+                .map(|states, act, _| {
+                    act.housekeeping_running = false;
+                    act.cleanup(states);
+                }),
+        );
+    }
+
+    fn cleanup(&mut self, states: HashMap<PodUid, WorkerState>) {
+        let desired: HashSet<PodUid> = self.pods.uids().into_iter().collect();
+        let runtime: Vec<_> = self.cache.statuses().iter().map(|s| (**s).clone()).collect();
+        let plan = cleanup(&desired, &runtime, &states);
+        for uid in plan.kill {
+            let Some(status) = runtime.iter().find(|s| s.uid == uid) else {
+                continue;
+            };
+            tracing::info!(pod_uid = %uid, pod = %status.name, "killing unwanted pod found in the runtime");
+            let mut pod = Pod::default();
+            pod.metadata.uid = Some(uid.to_string());
+            pod.metadata.name = Some(status.name.clone());
+            pod.metadata.namespace = Some(status.namespace.clone());
+            let kill = KillOptions {
+                grace_period_override: None,
+                status: None,
+            };
+            self.send(UpdatePod {
+                update_type: UpdateType::Kill,
+                pod: Arc::new(pod),
+                kill: Some(kill),
+            });
+        }
+        if !plan.forget.is_empty() {
+            for uid in &plan.forget {
+                self.queue.remove(uid);
+                self.cache.delete(uid);
+            }
+            let _ = self.workers.do_send(ForgetWorkers(plan.forget));
+        }
+    }
+}
+
+/// The sync loop's inputs as recipients, for wiring peers.
+#[derive(Clone)]
+pub struct SyncLoopRecipients {
+    /// From PodConfig.
+    pub updates: SupervisedRecipient<PodUpdate>,
+    /// From PodConfig.
+    pub ready: SupervisedRecipient<SourcesReady>,
+    /// From the PLEG.
+    pub pleg: SupervisedRecipient<PlegEvents>,
+    /// From the pod workers.
+    pub finished: SupervisedRecipient<SyncFinished>,
+}
+
+impl Actor for SyncLoop {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let initial = self.health.borrow().runtime_ready;
+        self.gate.set_ready(initial);
+        ctx.add_stream(WatchStream::new(self.health.clone()));
+        // While the runtime is down, look again with a 100 ms → 5 s backoff
+        // (the watch also wakes us the moment it comes back).
+        fn recheck(act: &mut SyncLoop, ctx: &mut Context<SyncLoop>) {
+            let ready = act.health.borrow().runtime_ready;
+            act.on_health(ready);
+            let delay = if act.gate.is_open() {
+                Duration::from_secs(1)
+            } else {
+                act.gate.next_delay()
+            };
+            ctx.run_later(delay, recheck);
+        }
+        ctx.run_later(Duration::from_millis(100), recheck);
+        ctx.run_interval(self.config.sync_tick, |act, _| act.tick());
+        ctx.run_interval(self.config.housekeeping_period, |act, ctx| act.housekeeping(ctx));
+        // A restarted sync loop resyncs every desired pod at once.
+        for uid in self.pods.uids() {
+            self.queue.enqueue(uid, Instant::now(), Duration::ZERO);
+        }
+    }
+}
+
+impl StreamHandler<RuntimeHealthChanged> for SyncLoop {
+    fn handle(&mut self, msg: RuntimeHealthChanged, _ctx: &mut Self::Context) {
+        self.on_health(msg.runtime_ready);
+    }
+
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
+}
+
+impl Handler<PodUpdate> for SyncLoop {
+    type Result = ();
+
+    fn handle(&mut self, msg: PodUpdate, _ctx: &mut Self::Context) {
+        let p = plan(&msg);
+        tracing::debug!(op = ?msg.op, source = msg.source.as_str(), pods = msg.pods.len(), "pod update");
+        for d in p.desired {
+            match d {
+                Desired::Upsert(pod) => self.pods.upsert(pod, msg.source.clone()),
+                Desired::Remove(uid) => {
+                    self.pods.remove(&uid);
+                    self.deferred.remove(&uid);
+                }
+            }
+        }
+        for w in p.work {
+            self.send(w);
+        }
+    }
+}
+
+impl Handler<SourcesReady> for SyncLoop {
+    type Result = ();
+
+    fn handle(&mut self, _msg: SourcesReady, _ctx: &mut Self::Context) {
+        if !self.sources_ready {
+            tracing::info!("all pod sources are ready; housekeeping enabled");
+        }
+        self.sources_ready = true;
+    }
+}
+
+impl Handler<PlegEvents> for SyncLoop {
+    type Result = ();
+
+    fn handle(&mut self, msg: PlegEvents, _ctx: &mut Self::Context) {
+        for uid in pods_to_sync(&msg.0) {
+            self.sync_uid(&uid, UpdateType::Sync);
+        }
+    }
+}
+
+impl Handler<SyncFinished> for SyncLoop {
+    type Result = ();
+
+    fn handle(&mut self, msg: SyncFinished, _ctx: &mut Self::Context) {
+        let now = Instant::now();
+        match (msg.state, &msg.error) {
+            (WorkerState::Terminated, _) => self.queue.remove(&msg.uid),
+            (_, Some(_)) => self.queue.enqueue(msg.uid, now, self.config.backoff_period),
+            (_, None) => self.queue.enqueue(msg.uid, now, self.config.sync_frequency),
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The sync loop (upstream `syncLoop` / `syncLoopIteration`): the actor that
+//! turns config updates, PLEG events, resync ticks and housekeeping into work
+//! for the pod workers.
+//!
+//! - [`SyncLoop`](actor::SyncLoop): the actor (a thin shell);
+//! - [`dispatch`]: what each input means for the pod manager and the workers (pure);
+//! - [`housekeeping`]: which pods to kill or forget (pure).
+
+pub mod actor;
+pub mod dispatch;
+pub mod housekeeping;
+
+pub use actor::{SyncLoop, SyncLoopConfig, SyncLoopHeartbeat};

@@ -1,0 +1,229 @@
+//! SyncPod and kill against a REAL containerd (the traps of `real-runtime.md`:
+//! pid namespace, privileged sandbox, hostNetwork hostname, AppArmor,
+//! ImageStatus before pulling).
+//!
+//! Needs root and a running containerd: `EP=$(sudo hack/containerd/up.sh)`,
+//! then `ACTLET_CRI_ENDPOINT=$EP cargo test --test kuberuntime_containerd`.
+//! Without `ACTLET_CRI_ENDPOINT` every test prints a loud SKIPPED line and
+//! passes, unless `ACTLET_REQUIRE_CONTAINERD=1`, which makes them fail.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use actlet::cri::{CriClient, Runtime, v1};
+use actlet::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
+use actlet::kuberuntime::{PodSyncResult, ProbeView, RuntimeManager, RuntimeManagerConfig, SyncAction, SyncPodOptions};
+use actlet::messages::PodUid;
+use k8s_openapi::api::core::v1::Pod;
+use tempfile::TempDir;
+
+fn endpoint(test: &str) -> Option<String> {
+    match std::env::var("ACTLET_CRI_ENDPOINT") {
+        Ok(ep) if !ep.is_empty() => Some(ep),
+        _ if std::env::var("ACTLET_REQUIRE_CONTAINERD").as_deref() == Ok("1") => {
+            panic!(
+                "ACTLET_REQUIRE_CONTAINERD=1 but ACTLET_CRI_ENDPOINT is not set (run: EP=$(sudo hack/containerd/up.sh))"
+            )
+        }
+        _ => {
+            let msg = format!("\n*** SKIPPED {test}: set ACTLET_CRI_ENDPOINT (hack/containerd/up.sh prints it) ***\n");
+            let _ = std::io::stderr().write_all(msg.as_bytes());
+            None
+        }
+    }
+}
+
+struct Real {
+    mgr: RuntimeManager,
+    _logs: TempDir,
+}
+
+impl Real {
+    fn new(ep: &str) -> Self {
+        let logs = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let client = CriClient::new(ep, Duration::from_secs(60)).unwrap_or_else(|e| panic!("endpoint: {e}"));
+        let config = RuntimeManagerConfig {
+            pod_logs_dir: logs.path().join("pods"),
+            container_logs_dir: None,
+            node_name: "node-1".into(),
+            node_ips: vec!["127.0.0.1".into()],
+            ..Default::default()
+        };
+        Self {
+            mgr: RuntimeManager::new(Arc::new(client), config),
+            _logs: logs,
+        }
+    }
+
+    async fn status(&self, p: &Pod) -> RuntimePodStatus {
+        let m = &p.metadata;
+        let uid = PodUid::new(m.uid.clone().unwrap_or_default());
+        let (name, ns) = (
+            m.name.as_deref().unwrap_or_default(),
+            m.namespace.as_deref().unwrap_or_default(),
+        );
+        self.mgr
+            .get_pod_status(&uid, name, ns)
+            .await
+            .unwrap_or_else(|e| panic!("status: {e}"))
+    }
+
+    async fn sync(&self, p: &Pod) -> PodSyncResult {
+        let st = self.status(p).await;
+        self.mgr
+            .sync_pod(p, &st, &ProbeView::new(), &SyncPodOptions::default())
+            .await
+    }
+
+    /// Stops and removes every sandbox of `p` (the test's cleanup).
+    async fn remove(&self, p: &Pod) {
+        for s in self.status(p).await.sandboxes {
+            let _ = self
+                .mgr
+                .runtime()
+                .remove_pod_sandbox(v1::RemovePodSandboxRequest { pod_sandbox_id: s.id })
+                .await;
+        }
+    }
+
+    async fn exec(&self, id: &str, cmd: &[&str]) -> String {
+        let req = v1::ExecSyncRequest {
+            container_id: id.into(),
+            cmd: cmd.iter().map(|s| s.to_string()).collect(),
+            timeout: 5,
+        };
+        let resp = self
+            .mgr
+            .runtime()
+            .exec_sync(req)
+            .await
+            .unwrap_or_else(|e| panic!("exec: {e}"));
+        String::from_utf8_lossy(&resp.stdout).trim().to_string()
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+fn pod(yaml: &str) -> Pod {
+    serde_yaml_ng::from_str(yaml).unwrap_or_else(|e| panic!("bad pod YAML: {e}"))
+}
+
+fn assert_ok(r: &PodSyncResult) {
+    assert!(r.is_ok(), "sync failed: {:?}", r.error_message());
+}
+
+/// A pod runs with its own PID namespace (`sleep` is PID 1) and hostname,
+/// restarts only the changed container, and stops within its grace period
+/// even though `sleep` ignores SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_pod_runs_restarts_on_spec_change_and_stops_within_grace() {
+    let Some(ep) = endpoint("real_pod_runs_restarts_on_spec_change_and_stops_within_grace") else {
+        return;
+    };
+    let real = Real::new(&ep);
+    let uid = unique("kr-web");
+    let yaml = format!(
+        "metadata: {{name: kr-web, namespace: default, uid: {uid}}}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {{name: app, image: 'busybox:1.36', command: [sleep, '3600']}}
+  - {{name: side, image: 'busybox:1.36', command: [sleep, '3601']}}
+  - {{name: never, image: 'example.com/missing:1', imagePullPolicy: Never}}"
+    );
+    let p = pod(&yaml);
+    let r = real.sync(&p).await;
+    let never = r
+        .failure_of(SyncAction::StartContainer, "never")
+        .map(|e| e.reason.as_str());
+    assert_eq!(never, Some("ErrImageNeverPull"));
+    assert_eq!(
+        r.results.iter().filter(|r| r.error.is_some()).count(),
+        1,
+        "{:?}",
+        r.error_message()
+    );
+
+    let st = real.status(&p).await;
+    assert_eq!(st.sandboxes[0].state, SandboxState::Ready);
+    assert_eq!(st.ips.len(), 1, "pod IP from CNI");
+    let app = st.find_container("app").cloned().unwrap_or_else(|| panic!("no app"));
+    assert_eq!(app.state, ContainerState::Running);
+    assert_eq!(
+        real.exec(&app.id, &["cat", "/proc/1/cmdline"])
+            .await
+            .replace('\0', " ")
+            .trim(),
+        "sleep 3600"
+    );
+    assert_eq!(real.exec(&app.id, &["hostname"]).await, "kr-web");
+
+    let changed = pod(&yaml.replace("'3600'", "'3602'").replace(
+        "  - {name: never, image: 'example.com/missing:1', imagePullPolicy: Never}",
+        "",
+    ));
+    assert_ok(&real.sync(&changed).await);
+    let st = real.status(&changed).await;
+    let new_app = st.find_container("app").cloned().unwrap_or_else(|| panic!("no app"));
+    assert_eq!((new_app.state, new_app.restart_count), (ContainerState::Running, 1));
+    let side = st.find_container("side").map(|c| (c.restart_count, c.state));
+    assert_eq!(side, Some((0, ContainerState::Running)), "side untouched");
+
+    let started = Instant::now();
+    let killed = real.mgr.kill_pod(Some(&changed), &st, None).await;
+    let took = started.elapsed();
+    assert_ok(&killed);
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(15),
+        "kill took {took:?}"
+    );
+    let st = real.status(&changed).await;
+    assert!(st.containers.iter().all(|c| c.state != ContainerState::Running));
+    assert!(st.sandboxes.iter().all(|s| s.state == SandboxState::NotReady));
+    real.remove(&changed).await;
+}
+
+/// A hostNetwork pod with a privileged container: the sandbox gets no
+/// hostname and is privileged, as containerd requires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_host_network_privileged_pod_runs() {
+    let Some(ep) = endpoint("real_host_network_privileged_pod_runs") else {
+        return;
+    };
+    let real = Real::new(&ep);
+    let uid = unique("kr-host");
+    let p = pod(&format!(
+        "metadata: {{name: kr-host, namespace: default, uid: {uid}}}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - {{name: init, image: 'busybox:1.36', command: [sh, -c, 'exit 0']}}
+  containers:
+  - {{name: app, image: 'busybox:1.36', command: [sleep, '3600'], securityContext: {{privileged: true}}}}"
+    ));
+    assert_ok(&real.sync(&p).await);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while real.status(&p).await.find_container("app").is_none() {
+        assert!(Instant::now() < deadline, "app never started");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_ok(&real.sync(&p).await);
+    }
+    let st = real.status(&p).await;
+    assert!(st.sandboxes[0].host_network);
+    assert!(st.ips.is_empty(), "hostNetwork: no pod IP from the runtime");
+    assert_eq!(st.find_container("app").map(|c| c.state), Some(ContainerState::Running));
+    assert_eq!(
+        st.find_container("init").map(|c| (c.state, c.exit_code)),
+        Some((ContainerState::Exited, 0))
+    );
+    assert_ok(&real.mgr.kill_pod(Some(&p), &st, None).await);
+    real.remove(&p).await;
+}
