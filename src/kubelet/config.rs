@@ -18,6 +18,35 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+/// The wall clock API timestamps and runtime times are read against: the
+/// system clock, or (tests) a virtual one such as the mock runtime's.
+#[derive(Clone)]
+pub struct WallClock(pub std::sync::Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>);
+
+impl WallClock {
+    /// The system clock.
+    pub fn system() -> Self {
+        Self(std::sync::Arc::new(crate::kuberuntime::convert::system_now))
+    }
+
+    /// The current time.
+    pub fn now(&self) -> k8s_openapi::jiff::Timestamp {
+        (self.0)()
+    }
+}
+
+impl Default for WallClock {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WallClock")
+    }
+}
+
 /// Settings of an assembled kubelet.
 #[derive(Clone, Debug)]
 pub struct KubeletConfig {
@@ -31,6 +60,11 @@ pub struct KubeletConfig {
     pub static_pod_url: Option<String>,
     /// `staticPodURLHeader` entries (`Key:Value`).
     pub static_pod_url_headers: Vec<String>,
+    /// Names of the caller's own pod sources (embedding, tests): each feeds
+    /// [`SourceSnapshot`](crate::messages::pod_update::SourceSnapshot)s with
+    /// `PodSource::Custom(name)` through [`Kubelet::pod_config`](super::Kubelet::pod_config);
+    /// housekeeping waits until each has sent one.
+    pub custom_sources: Vec<String>,
     /// `fileCheckFrequency`.
     pub file_check_frequency: Duration,
     /// `httpCheckFrequency`.
@@ -55,6 +89,8 @@ pub struct KubeletConfig {
     pub runtime_name: String,
     /// Graceful shutdown deadline of the actor tree.
     pub shutdown_deadline: Duration,
+    /// The wall clock (system clock by default).
+    pub wall_clock: WallClock,
 }
 
 impl KubeletConfig {
@@ -67,6 +103,7 @@ impl KubeletConfig {
             static_pod_path: None,
             static_pod_url: None,
             static_pod_url_headers: vec![],
+            custom_sources: vec![],
             file_check_frequency: Duration::from_secs(20),
             http_check_frequency: Duration::from_secs(20),
             sync: SyncLoopConfig::default(),
@@ -79,6 +116,7 @@ impl KubeletConfig {
             healthz_addr: None,
             runtime_name: "containerd".into(),
             shutdown_deadline: Duration::from_secs(30),
+            wall_clock: WallClock::system(),
         }
     }
 

@@ -8,6 +8,6 @@ mod config;
 mod node_facts;
 mod start;
 
-pub use config::{ConfigError, KubeletConfig};
+pub use config::{ConfigError, KubeletConfig, WallClock};
 pub use node_facts::{NodeFacts, detect_node_ip};
 pub use start::{Kubelet, StartError, start};

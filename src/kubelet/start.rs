@@ -34,7 +34,7 @@ use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
 use crate::kuberuntime::quantity::ParsedQuantity;
 use crate::kuberuntime::{RuntimeManager, RuntimeManagerConfig};
-use crate::messages::pod_update::PodSource;
+use crate::messages::pod_update::{PodSource, SourceSnapshot};
 use crate::messages::pod_work::SyncFinished;
 use crate::messages::runtime_health::RuntimeHealthChanged;
 use crate::pleg::{Pleg, PlegHealthHandle, PodCache};
@@ -83,6 +83,8 @@ pub struct Kubelet {
     pub healthz_addrs: ServerAddrs,
     /// Health checks as `/healthz` sees them.
     pub health: HealthState,
+    /// PodConfig's input: custom sources send their snapshots here.
+    pub pod_config: SupervisedRecipient<SourceSnapshot>,
 }
 
 impl Kubelet {
@@ -133,7 +135,8 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
         allocatable_memory: ParsedQuantity::from_units(facts.memory_bytes),
         ..RuntimeManagerConfig::default()
     };
-    let manager = Arc::new(RuntimeManager::new(runtime.clone(), rm_config));
+    let clock = config.wall_clock.clone();
+    let manager = Arc::new(RuntimeManager::new(runtime.clone(), rm_config).with_wall_clock(move || clock.now()));
 
     let pods = PodManager::new();
     let statuses = StatusCache::new();
@@ -151,7 +154,11 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
 
     // status-manager (its cache outlives restarts)
     let sc = statuses.clone();
-    let status_manager = ChildSpec::new("status-manager", move || StatusManager::with_cache(sc.clone()));
+    let clock = config.wall_clock.clone();
+    let status_manager = ChildSpec::new("status-manager", move || {
+        let clock = clock.clone();
+        StatusManager::with_cache(sc.clone()).with_clock(move || clock.now())
+    });
     let status_ref = status_manager.child_ref();
 
     // pod-workers supervisor + manager
@@ -168,7 +175,7 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
         status_manager: status_ref.recipient(),
         host_ip: node_ip.clone(),
         runtime_name: config.runtime_name.clone(),
-        wall_clock: Arc::new(crate::status::manager::wall_clock),
+        wall_clock: config.wall_clock.0.clone(),
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
@@ -220,6 +227,7 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
     if config.static_pod_url.is_some() {
         expected.push(PodSource::Http);
     }
+    expected.extend(config.custom_sources.iter().cloned().map(PodSource::Custom));
     let (updates, ready) = (sync_ref.recipient(), sync_ref.recipient());
     let exp = expected.clone();
     let pod_config = ChildSpec::new("pod-config", move || {
@@ -296,5 +304,6 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
         read_only_addrs,
         healthz_addrs,
         health,
+        pod_config: pc_ref.recipient(),
     })
 }
