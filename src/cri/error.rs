@@ -34,9 +34,12 @@ impl CriError {
     /// tonic's own client timer (the call's deadline passing before the
     /// runtime answered) reports `CANCELLED "Timeout expired"`; that is the
     /// same event as the runtime's `DEADLINE_EXCEEDED`, so it is mapped to it.
+    /// A connection that broke under a call (the runtime died) comes back as
+    /// `UNKNOWN "transport error"`; that is the runtime being unavailable.
     pub fn from_status(method: &'static str, status: tonic::Status) -> Self {
         let code = match status.code() {
             Code::Cancelled if status.message().contains("Timeout expired") => Code::DeadlineExceeded,
+            Code::Unknown if status.message().starts_with("transport error") => Code::Unavailable,
             c => c,
         };
         Self::new(method, code, status.message())
@@ -76,5 +79,16 @@ mod tests {
         assert!(e.is_deadline_exceeded());
         let e = CriError::from_status("StopContainer", tonic::Status::cancelled("client went away"));
         assert_eq!(e.code, Code::Cancelled);
+    }
+
+    #[test]
+    fn broken_connection_is_unavailable() {
+        let e = CriError::from_status("Version", tonic::Status::unknown("transport error"));
+        assert!(e.is_unavailable());
+        let e = CriError::from_status(
+            "RunPodSandbox",
+            tonic::Status::unknown("failed to reserve sandbox name"),
+        );
+        assert_eq!(e.code, Code::Unknown);
     }
 }

@@ -6,7 +6,7 @@
 //! ```text
 //!  FileSource / HttpSource / ApiSource ──SourceSnapshot/SourceDelta──▶ PodConfig (merge)
 //!  PodConfig ──PodUpdate──▶ SyncLoop ──UpdatePod──▶ PodWorkers ──▶ PodWorker (one per UID)
-//!  Pleg ──PodLifecycleEvent──▶ SyncLoop           PodWorker ──SetPodStatus──▶ StatusManager
+//!  Pleg ──PodLifecycleEvent──▶ SyncLoop           PodWorker ──UpdatePodStatus──▶ StatusManager
 //!  ProbeWorker ──ProbeResult──▶ SyncLoop          RuntimeHealth ──RuntimeHealthChanged──▶ SyncLoop, Node
 //! ```
 //!

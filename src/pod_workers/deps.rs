@@ -7,10 +7,10 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::kuberuntime::RuntimeManager;
+use crate::messages::status::UpdatePodStatus;
 use crate::pleg::PodCache;
 use crate::pod_manager::PodManager;
 use crate::status::StatusCache;
-use crate::status::messages::UpdatePodStatus;
 
 /// Collaborators of the pod workers.
 #[derive(Clone)]

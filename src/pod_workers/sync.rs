@@ -17,9 +17,9 @@ use super::deps::WorkerDeps;
 use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
 use crate::kuberuntime::{PodSyncResult, ProbeView, SyncAction, SyncPodOptions};
 use crate::messages::pod_work::{KillOptions, KillStatus};
+use crate::messages::status::UpdatePodStatus;
 use crate::pod_manager::pod_uid;
 use crate::status::generate::{StatusInput, TerminalOverride, generate_api_pod_status};
-use crate::status::messages::UpdatePodStatus;
 use crate::status::phase::Phase;
 
 /// Why containers wait, by container name: (reason, message).

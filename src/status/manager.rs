@@ -14,11 +14,11 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 
 use super::cache::{StatusCache, VersionedStatus};
-use super::messages::{GetPodStatus, PodStatusChanged, SubscribeStatus, UpdatePodStatus};
 use super::phase::Phase;
 use super::store::{ApplyOutcome, StatusStore};
 use crate::messages::PodUid;
 use crate::messages::status::{ForgetPodStatus, SetPodStatus};
+use crate::messages::status::{GetPodStatus, PodStatusChanged, SubscribeStatus, UpdatePodStatus};
 
 /// Where accepted status changes go beyond the cache: the API syncer.
 pub trait StatusSink: Send + 'static {

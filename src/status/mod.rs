@@ -24,7 +24,6 @@ pub mod container_statuses;
 pub mod generate;
 pub mod manager;
 pub mod merge;
-pub mod messages;
 pub mod phase;
 pub mod pod_predicates;
 pub mod probe_results;
