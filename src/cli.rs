@@ -97,6 +97,10 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
     pub http_check_frequency: Duration,
 
+    /// Number of pods that can run on this node (maxPods).
+    #[arg(long, value_name = "N", default_value_t = 110)]
+    pub max_pods: i64,
+
     /// Read-only HTTP port (/pods, /healthz); 0 disables (readOnlyPort).
     #[arg(long, value_name = "PORT", default_value_t = 0)]
     pub read_only_port: u16,

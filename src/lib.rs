@@ -14,6 +14,7 @@
 //! - [`messages`] — the contracts between actors.
 
 pub mod actors;
+pub mod admission;
 pub mod cli;
 pub mod config;
 pub mod cri;

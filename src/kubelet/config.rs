@@ -73,6 +73,8 @@ pub struct KubeletConfig {
     pub sync: SyncLoopConfig,
     /// PLEG relist period (1 s).
     pub relist_period: Duration,
+    /// `maxPods` (110).
+    pub max_pods: i64,
     /// Runtime `Status` check period (5 s).
     pub runtime_health_period: Duration,
     /// `--root-dir`.
@@ -108,6 +110,7 @@ impl KubeletConfig {
             http_check_frequency: Duration::from_secs(20),
             sync: SyncLoopConfig::default(),
             relist_period: crate::pleg::actor::RELIST_PERIOD,
+            max_pods: 110,
             runtime_health_period: crate::runtime_health::actor::DEFAULT_PERIOD,
             root_dir: PathBuf::from("/var/lib/kubelet"),
             pod_logs_dir: PathBuf::from(crate::kuberuntime::config::DEFAULT_POD_LOGS_DIR),
@@ -166,6 +169,13 @@ impl KubeletConfig {
         c.http_check_frequency = flags.http_check_frequency;
         c.sync.sync_frequency = flags.sync_frequency;
         c.root_dir = flags.root_dir.clone();
+        if flags.max_pods < 1 {
+            return Err(ConfigError {
+                field: "--max-pods",
+                reason: format!("{} must be at least 1", flags.max_pods),
+            });
+        }
+        c.max_pods = flags.max_pods;
         c.read_only_addr = (flags.read_only_port != 0).then(|| SocketAddr::new(flags.address, flags.read_only_port));
         c.healthz_addr =
             (flags.healthz_port != 0).then(|| SocketAddr::new(flags.healthz_bind_address, flags.healthz_port));

@@ -29,6 +29,7 @@ use crate::actors::supervisor::{
     ChildRef, ChildSpec, RestartPolicy, RootSupervisor, ShutdownReport, Strategy, SupervisedRecipient, SupervisionTree,
     SupervisorError, SupervisorSpec,
 };
+use crate::admission::NodeAllocatable;
 use crate::config::{FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, PodConfig};
 use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
@@ -96,6 +97,38 @@ impl Kubelet {
     /// Stops every actor in reverse start order within `deadline`. Pods keep running.
     pub async fn shutdown(&self, deadline: Duration) -> Result<ShutdownReport, SupervisorError> {
         self.root.shutdown(deadline).await
+    }
+}
+
+/// Upstream's default hard eviction threshold `memory.available<100Mi`,
+/// subtracted from allocatable memory.
+const HARD_EVICTION_MEMORY: i64 = 100 << 20;
+
+/// Allocatable = capacity − hard eviction threshold (no kube/system reserved yet).
+fn node_allocatable(node_name: &str, facts: &NodeFacts, max_pods: i64) -> NodeAllocatable {
+    let labels = [
+        ("kubernetes.io/hostname", node_name),
+        ("kubernetes.io/os", std::env::consts::OS),
+        ("kubernetes.io/arch", go_arch()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    NodeAllocatable {
+        node_name: node_name.to_string(),
+        labels,
+        cpu_milli: facts.cpus * 1000,
+        memory_bytes: (facts.memory_bytes - HARD_EVICTION_MEMORY).max(0),
+        pods: max_pods,
+    }
+}
+
+/// `GOARCH` naming of this machine (`amd64`, `arm64`).
+pub fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
     }
 }
 
@@ -200,8 +233,11 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
         heartbeat.clone(),
         config.sync.clone(),
     );
+    let allocatable = node_allocatable(&config.node_name, &facts, config.max_pods);
+    let st = statuses.clone();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
+            .with_admission(allocatable.clone(), st.clone())
     })
     .mailbox_capacity(16 * 1024);
     let sync_ref = sync_loop.child_ref();

@@ -87,6 +87,36 @@ impl RuntimeManager {
         Ok(())
     }
 
+    /// When the first restart backoff of `pod`'s containers that are in
+    /// backoff now (judged from `status`, as [`check_restart_backoff`](Self::check_restart_backoff)
+    /// does) runs out: the pod must be synced again then (upstream requeues
+    /// the pod worker at the backoff expiration).
+    pub fn restart_backoff_expiry(&self, pod: &Pod, status: &RuntimePodStatus) -> Option<Instant> {
+        let spec = pod.spec.as_ref()?;
+        let m = &pod.metadata;
+        let now = Instant::now();
+        let containers = spec.init_containers.iter().flatten().chain(spec.containers.iter());
+        containers
+            .filter_map(|container| {
+                let last_exit = status
+                    .containers
+                    .iter()
+                    .find(|c| c.name == container.name && c.state == ContainerState::Exited)?;
+                let finished = self.instant_of(last_exit.finished_at?);
+                let key = container_backoff_key(
+                    m.name.as_deref().unwrap_or_default(),
+                    m.namespace.as_deref().unwrap_or_default(),
+                    m.uid.as_deref().unwrap_or_default(),
+                    &container.name,
+                    &container_hash(container),
+                );
+                self.backoff
+                    .is_in_backoff(&key, now, finished)
+                    .then(|| finished + self.backoff.get(&key))
+            })
+            .min()
+    }
+
     /// The restart count for a new instance of `container`: one more than the
     /// newest instance, or recovered from its log directory.
     async fn next_restart_count(&self, pod: &Pod, container: &Container, status: &RuntimePodStatus) -> u32 {

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::deps::WorkerDeps;
 use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
-use crate::kuberuntime::{PodSyncResult, ProbeView, SyncAction, SyncPodOptions};
+use crate::kuberuntime::{PodSyncResult, ProbeView, SyncAction, SyncErrorReason, SyncPodOptions};
 use crate::messages::pod_work::{KillOptions, KillStatus};
 use crate::messages::status::UpdatePodStatus;
 use crate::pod_manager::pod_uid;
@@ -39,6 +39,10 @@ pub struct StepOutcome {
     pub terminate: Option<KillOptions>,
     /// (Kill steps) nothing of the pod runs any more.
     pub terminated: bool,
+    /// A container is in restart backoff until then: sync the pod again at
+    /// that time (a backoff is not an error, so the regular resync would
+    /// come up to `syncFrequency` late).
+    pub retry_at: Option<Instant>,
 }
 
 /// The runtime status of `pod`: from the cache when an entry newer than
@@ -152,6 +156,7 @@ pub async fn sync_pod(
         waiting: waiting.clone(),
         terminate: None,
         terminated: false,
+        retry_at: None,
     };
     let status = match runtime_status(deps, pod, newer_than).await {
         Ok(s) => s,
@@ -177,6 +182,14 @@ pub async fn sync_pod(
         .sync_pod(pod, &status, &ProbeView::default(), &SyncPodOptions::default())
         .await;
     out.waiting = waiting_from(&result);
+    let in_backoff = result.results.iter().any(|r| {
+        r.error
+            .as_ref()
+            .is_some_and(|e| e.reason == SyncErrorReason::CrashLoopBackOff)
+    });
+    if in_backoff {
+        out.retry_at = deps.runtime.restart_backoff_expiry(pod, &status);
+    }
     if result.has_real_errors() {
         out.error = result.error_message();
     }
@@ -211,6 +224,7 @@ pub async fn terminate_pod(
         waiting: waiting.clone(),
         terminate: None,
         terminated: false,
+        retry_at: None,
     };
     let status = match runtime_status(deps, pod, newer_than).await {
         Ok(s) => s,

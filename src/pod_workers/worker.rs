@@ -17,6 +17,8 @@
 //!   runtime state from the pod cache or the runtime), never from scratch, so
 //!   nothing already created is created twice.
 //! - A failed kill is retried every second until the pod is stopped.
+//! - A pod whose container is in restart backoff (`CrashLoopBackOff`) is
+//!   synced again when that backoff runs out.
 //!
 //! The worker reports every finished step to the [`PodWorkers`](super::manager::PodWorkers)
 //! manager as [`SyncFinished`].
@@ -51,6 +53,7 @@ pub struct PodWorker {
     last_step: Option<Instant>,
     waiting: Waiting,
     last_kill: Option<UpdatePod>,
+    backoff_retry: Option<SpawnHandle>,
 }
 
 impl PodWorker {
@@ -66,6 +69,7 @@ impl PodWorker {
             last_step: None,
             waiting: Waiting::new(),
             last_kill: None,
+            backoff_retry: None,
         }
     }
 
@@ -122,6 +126,28 @@ impl PodWorker {
         };
         if let Err(e) = self.report.do_send(report) {
             tracing::warn!(pod_uid = %self.uid, error = %e, "cannot report to pod workers manager");
+        }
+        if let Some(handle) = self.backoff_retry.take() {
+            ctx.cancel_future(handle);
+        }
+        if let Some(at) = out.retry_at
+            && self.slot.state() == crate::messages::pod_work::WorkerState::Syncing
+        {
+            // Sync again when the container's restart backoff runs out.
+            let delay = at.saturating_duration_since(Instant::now());
+            self.backoff_retry = Some(ctx.run_later(delay, |act, ctx| {
+                act.backoff_retry = None;
+                if let Some(desired) = act.deps.pods.get(&act.uid) {
+                    act.offer(
+                        UpdatePod {
+                            update_type: UpdateType::Sync,
+                            pod: desired.pod,
+                            kill: None,
+                        },
+                        ctx,
+                    );
+                }
+            }));
         }
         match next {
             Some(update) => self.run(update, ctx),

@@ -30,15 +30,22 @@ use tokio_stream::wrappers::WatchStream;
 use super::dispatch::{Desired, plan, pods_to_sync};
 use super::housekeeping::cleanup;
 use crate::actors::supervisor::{ChildRef, SupervisedRecipient};
+use crate::admission::{NodeAllocatable, Rejection, Usage, admit_with};
 use crate::messages::PodUid;
 use crate::messages::pleg::PlegEvents;
+use crate::messages::probe::{ProbeKind, ProbeOutcome, ProbeResult};
 use crate::messages::pod_update::{PodUpdate, SourcesReady};
-use crate::messages::pod_work::{KillOptions, SyncFinished, UpdatePod, UpdateType, WorkerState};
+use crate::messages::pod_work::{KillOptions, KillStatus, SyncFinished, UpdatePod, UpdateType, WorkerState};
 use crate::messages::runtime_health::RuntimeHealthChanged;
 use crate::pleg::PodCache;
-use crate::pod_manager::PodManager;
+use crate::pod_manager::{PodManager, pod_uid};
 use crate::pod_workers::{ForgetWorkers, GetWorkerStates, PodWorkers};
 use crate::runtime_health::HealthGate;
+use crate::status::StatusCache;
+
+/// Grace period of pods found running in the runtime that no source wants
+/// (upstream `HandlePodCleanups`: orphans after a restart are killed with 1 s).
+pub const ORPHAN_GRACE_PERIOD: Duration = Duration::from_secs(1);
 
 /// Timing of the sync loop (upstream defaults in [`Default`]).
 #[derive(Clone, Debug)]
@@ -81,6 +88,10 @@ impl SyncLoopHeartbeat {
 
 /// The sync loop actor.
 pub struct SyncLoop {
+    admission: Option<(NodeAllocatable, StatusCache)>,
+    rejected: HashSet<PodUid>,
+    usage: Usage,
+    admitted: HashMap<PodUid, Arc<Pod>>,
     config: SyncLoopConfig,
     pods: PodManager,
     cache: PodCache,
@@ -105,6 +116,10 @@ impl SyncLoop {
         heartbeat: SyncLoopHeartbeat,
     ) -> Self {
         Self {
+            admission: None,
+            rejected: HashSet::new(),
+            usage: Usage::default(),
+            admitted: HashMap::new(),
             config,
             pods,
             cache,
@@ -117,6 +132,46 @@ impl SyncLoop {
             sources_ready: false,
             housekeeping_running: false,
         }
+    }
+
+    /// Admits new pods against `node` (pods whose status in `statuses` is
+    /// terminal do not count as active).
+    pub fn with_admission(mut self, node: NodeAllocatable, statuses: StatusCache) -> Self {
+        self.admission = Some((node, statuses));
+        self
+    }
+
+    /// Upstream `canAdmitPod`: `Err` with the rejection for a pod that may
+    /// not run here. The fast path checks the running totals of admitted
+    /// pods; only when that fails are the totals recomputed without pods
+    /// that reached a terminal phase.
+    fn admit(&mut self, pod: &Arc<Pod>) -> Result<(), Rejection> {
+        let Some((node, statuses)) = &self.admission else {
+            return Ok(());
+        };
+        let uid = pod_uid(pod);
+        if let Some(old) = self.admitted.remove(&uid) {
+            self.usage.remove(&old);
+        }
+        if admit_with(pod, &self.usage, node).is_err() {
+            self.admitted.retain(|u, _| {
+                !statuses
+                    .get(u)
+                    .is_some_and(|v| matches!(v.status.phase.as_deref(), Some("Succeeded" | "Failed")))
+            });
+            self.usage = Usage::of(self.admitted.values().map(|p| p.as_ref()));
+        }
+        admit_with(pod, &self.usage, node)?;
+        self.usage.add(pod);
+        self.admitted.insert(uid, pod.clone());
+        Ok(())
+    }
+
+    fn forget_admitted(&mut self, uid: &PodUid) {
+        if let Some(old) = self.admitted.remove(uid) {
+            self.usage.remove(&old);
+        }
+        self.rejected.remove(uid);
     }
 
     /// This actor's address for the messages it takes from peers, as one
@@ -207,8 +262,11 @@ impl SyncLoop {
             pod.metadata.uid = Some(uid.to_string());
             pod.metadata.name = Some(status.name.clone());
             pod.metadata.namespace = Some(status.namespace.clone());
+            // Upstream `HandlePodCleanups` kills orphans aggressively (grace
+            // 1 s); without an override the spec-less pod would get the
+            // default 30 s instead of even its own grace period.
             let kill = KillOptions {
-                grace_period_override: None,
+                grace_period_override: Some(ORPHAN_GRACE_PERIOD),
                 status: None,
             };
             self.send(UpdatePod {
@@ -288,11 +346,31 @@ impl Handler<PodUpdate> for SyncLoop {
                 Desired::Upsert(pod) => self.pods.upsert(pod, msg.source.clone()),
                 Desired::Remove(uid) => {
                     self.pods.remove(&uid);
+                    self.forget_admitted(&uid);
                     self.deferred.remove(&uid);
                 }
             }
         }
-        for w in p.work {
+        for mut w in p.work {
+            if w.update_type == UpdateType::Create
+                && let Err(r) = self.admit(&w.pod)
+            {
+                tracing::warn!(pod = %crate::pod_manager::format_pod(&w.pod), reason = %r.reason, message = %r.message, "pod rejected by admission");
+                self.rejected.insert(pod_uid(&w.pod));
+                let status = KillStatus {
+                    phase: "Failed".into(),
+                    reason: r.reason,
+                    message: r.message,
+                };
+                w = UpdatePod {
+                    update_type: UpdateType::Kill,
+                    kill: Some(KillOptions {
+                        grace_period_override: None,
+                        status: Some(status),
+                    }),
+                    ..w
+                };
+            }
             self.send(w);
         }
     }
@@ -328,6 +406,23 @@ impl Handler<SyncFinished> for SyncLoop {
             (WorkerState::Terminated, _) => self.queue.remove(&msg.uid),
             (_, Some(_)) => self.queue.enqueue(msg.uid, now, self.config.backoff_period),
             (_, None) => self.queue.enqueue(msg.uid, now, self.config.sync_frequency),
+        }
+    }
+}
+
+impl Handler<ProbeResult> for SyncLoop {
+    type Result = ();
+
+    /// Upstream `handleProbeSync`: a liveness or startup failure (or a
+    /// readiness change) syncs the pod at once; the worker decides what to
+    /// restart.
+    fn handle(&mut self, msg: ProbeResult, _ctx: &mut Self::Context) {
+        let worth = match msg.kind {
+            ProbeKind::Liveness | ProbeKind::Startup => msg.outcome == ProbeOutcome::Failure,
+            ProbeKind::Readiness => true,
+        };
+        if worth {
+            self.sync_uid(&msg.uid, UpdateType::Sync);
         }
     }
 }
