@@ -18,6 +18,7 @@ pub mod admission;
 pub mod cli;
 pub mod config;
 pub mod cri;
+pub mod embed;
 pub mod kubelet;
 pub mod kuberuntime;
 pub mod messages;
@@ -28,3 +29,6 @@ pub mod runtime_health;
 pub mod server;
 pub mod status;
 pub mod sync_loop;
+
+pub use embed::{ActletBuilder, BuildError, PodSource, SourceError};
+pub use kubelet::{Kubelet, KubeletConfig};

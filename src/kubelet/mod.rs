@@ -10,4 +10,4 @@ mod start;
 
 pub use config::{ConfigError, KubeletConfig, WallClock};
 pub use node_facts::{NodeFacts, detect_node_ip};
-pub use start::{Kubelet, StartError, start};
+pub use start::{Extensions, Kubelet, SourceSpecFactory, StartError, go_arch, start, start_with};

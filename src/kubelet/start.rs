@@ -26,8 +26,8 @@ use tokio::time::Instant;
 use super::config::KubeletConfig;
 use super::node_facts::{NodeFacts, detect_node_ip};
 use crate::actors::supervisor::{
-    ChildRef, ChildSpec, RestartPolicy, RootSupervisor, ShutdownReport, Strategy, SupervisedRecipient, SupervisionTree,
-    SupervisorError, SupervisorSpec,
+    AnyChildSpec, ChildRef, ChildSpec, RestartPolicy, RootSupervisor, ShutdownReport, Strategy, SupervisedRecipient,
+    SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
 use crate::config::{FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, PodConfig};
@@ -35,9 +35,11 @@ use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
 use crate::kuberuntime::quantity::ParsedQuantity;
 use crate::kuberuntime::{RuntimeManager, RuntimeManagerConfig};
+use crate::messages::pleg::PlegEvents;
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
 use crate::messages::pod_work::SyncFinished;
 use crate::messages::runtime_health::RuntimeHealthChanged;
+use crate::messages::status::PodStatusChanged;
 use crate::pleg::{Pleg, PlegHealthHandle, PodCache};
 use crate::pod_manager::PodManager;
 use crate::pod_workers::{PodWorkers, WorkerDeps};
@@ -89,6 +91,41 @@ pub struct Kubelet {
 }
 
 impl Kubelet {
+    /// The desired pods with their latest status, sorted by namespace and name.
+    pub fn pods_with_status(&self) -> Vec<k8s_openapi::api::core::v1::Pod> {
+        let mut pods: Vec<_> = self
+            .pods
+            .pods()
+            .into_iter()
+            .map(|d| {
+                let mut pod = (*d.pod).clone();
+                if let Some(s) = self.statuses.get(&crate::pod_manager::pod_uid(&pod)) {
+                    pod.status = Some((*s.status).clone());
+                }
+                pod
+            })
+            .collect();
+        pods.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
+        pods
+    }
+
+    /// The phase of the pod `namespace/name`, if it is known and has a status.
+    pub fn phase_of_named(&self, namespace: &str, name: &str) -> Option<String> {
+        let d = self.pods.pods().into_iter().find(|d| {
+            d.pod.metadata.namespace.as_deref() == Some(namespace) && d.pod.metadata.name.as_deref() == Some(name)
+        })?;
+        self.statuses
+            .get(&crate::pod_manager::pod_uid(&d.pod))?
+            .status
+            .phase
+            .clone()
+    }
+
+    /// Waits for the root supervisor to exit (after [`shutdown`](Self::shutdown) or a root failure).
+    pub async fn wait(&self) -> crate::actors::supervisor::ExitReason {
+        self.root.wait().await
+    }
+
     /// The live supervision tree.
     pub fn tree(&self) -> &SupervisionTree {
         self.root.tree()
@@ -139,8 +176,30 @@ fn make_dir(path: &Path) -> Result<(), StartError> {
     })
 }
 
+/// Builds the supervised child of a caller's own source from PodConfig's
+/// input and the node name.
+pub type SourceSpecFactory = Box<dyn FnOnce(SupervisedRecipient<SourceSnapshot>, String) -> AnyChildSpec>;
+
+/// What an embedder adds to the standard tree.
+#[derive(Default)]
+pub struct Extensions {
+    /// The caller's own sources, by name (each becomes `PodSource::Custom(name)`
+    /// and a supervised child named `source-<name>`).
+    pub sources: Vec<(String, SourceSpecFactory)>,
+    /// Told of every pod status change.
+    pub status_observers: Vec<SupervisedRecipient<PodStatusChanged>>,
+    /// Told of every batch of PLEG events.
+    pub pleg_observers: Vec<SupervisedRecipient<PlegEvents>>,
+}
+
 /// Builds and starts the kubelet on `runtime` inside the current actix System.
 pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, StartError> {
+    start_with(config, runtime, Extensions::default())
+}
+
+/// [`start`] with an embedder's [`Extensions`].
+pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extensions) -> Result<Kubelet, StartError> {
+    config.custom_sources.extend(ext.sources.iter().map(|(n, _)| n.clone()));
     for sub in ["", "pods", "plugins", "pod-resources"] {
         make_dir(&config.root_dir.join(sub))?;
     }
@@ -188,9 +247,14 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
     // status-manager (its cache outlives restarts)
     let sc = statuses.clone();
     let clock = config.wall_clock.clone();
+    let status_observers = ext.status_observers;
     let status_manager = ChildSpec::new("status-manager", move || {
         let clock = clock.clone();
-        StatusManager::with_cache(sc.clone()).with_clock(move || clock.now())
+        let mut m = StatusManager::with_cache(sc.clone()).with_clock(move || clock.now());
+        for o in &status_observers {
+            m = m.with_subscriber(o.clone());
+        }
+        m
     });
     let status_ref = status_manager.child_ref();
 
@@ -300,6 +364,12 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
         root = root.child(ChildSpec::new("http-source", move || {
             HttpSource::new(hc.clone(), out.clone()).unwrap_or_else(|e| unreachable!("validated at start: {e}"))
         }));
+    }
+
+    for (name, factory) in ext.sources {
+        let spec = factory(pc_ref.recipient(), config.node_name.clone());
+        tracing::debug!(source = %name, child = spec.name(), "adding custom pod source");
+        root = root.child(spec);
     }
 
     let health = HealthState {

@@ -71,6 +71,7 @@ pub struct Pleg {
     runtime: SharedRuntime,
     cache: PodCache,
     events: SupervisedRecipient<PlegEvents>,
+    observers: Vec<SupervisedRecipient<PlegEvents>>,
     health: PlegHealthHandle,
     period: Duration,
     old: Relist,
@@ -97,12 +98,19 @@ impl Pleg {
             runtime,
             cache,
             events,
+            observers: vec![],
             health,
             period,
             old: Relist::new(),
             reinspect: HashSet::new(),
             relisting: false,
         }
+    }
+
+    /// Also sends every batch of events to `observer` (embedders, tests).
+    pub fn with_observer(mut self, observer: SupervisedRecipient<PlegEvents>) -> Self {
+        self.observers.push(observer);
+        self
     }
 
     fn relist(&mut self, ctx: &mut Context<Self>) {

@@ -66,7 +66,10 @@ impl PodWorker {
             generation,
             slot: UpdateSlot::new(),
             pod: None,
-            last_step: None,
+            // A restarted instance must not act on a cache entry its
+            // predecessor may have outdated (e.g. read before it created the
+            // sandbox): its first step waits for a status read after now.
+            last_step: (generation > 1).then(Instant::now),
             waiting: Waiting::new(),
             last_kill: None,
             backoff_retry: None,

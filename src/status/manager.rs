@@ -9,7 +9,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use actix::{Actor, Context, Handler, Recipient};
+use actix::{Actor, Context, Handler};
+
+use crate::actors::supervisor::SupervisedRecipient;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 
@@ -43,7 +45,7 @@ pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 /// The status manager actor. See the [module docs](self).
 pub struct StatusManager {
     store: StatusStore,
-    subscribers: Vec<Recipient<PodStatusChanged>>,
+    subscribers: Vec<SupervisedRecipient<PodStatusChanged>>,
     sink: Option<Box<dyn StatusSink>>,
     clock: Clock,
 }
@@ -81,6 +83,14 @@ impl StatusManager {
         }
     }
 
+    /// Notifies `subscriber` of every change from the start (unlike
+    /// [`SubscribeStatus`], a subscriber given here survives restarts when
+    /// the manager is built by a supervisor's factory).
+    pub fn with_subscriber(mut self, subscriber: impl Into<SupervisedRecipient<PodStatusChanged>>) -> Self {
+        self.subscribers.push(subscriber.into());
+        self
+    }
+
     /// Sends accepted changes to `sink` too.
     pub fn with_sink(mut self, sink: impl StatusSink) -> Self {
         self.sink = Some(Box::new(sink));
@@ -113,9 +123,9 @@ impl StatusManager {
         if let Some(sink) = &mut self.sink {
             sink.status_changed(&uid, &current);
         }
-        self.subscribers.retain(|s| s.connected());
+        self.subscribers.retain(|s| s.is_open());
         for s in &self.subscribers {
-            s.do_send(PodStatusChanged {
+            let _ = s.do_send(PodStatusChanged {
                 uid: uid.clone(),
                 old_phase,
                 new_phase,
@@ -183,6 +193,6 @@ impl Handler<SubscribeStatus> for StatusManager {
     type Result = ();
 
     fn handle(&mut self, msg: SubscribeStatus, _ctx: &mut Self::Context) {
-        self.subscribers.push(msg.subscriber);
+        self.subscribers.push(msg.subscriber.into());
     }
 }

@@ -80,9 +80,19 @@ impl ChildInfo {
 }
 
 /// A cheap, cloneable, thread-safe handle on the live tree.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct SupervisionTree {
     entries: Arc<DashMap<String, ChildInfo>>,
+    changes: Arc<tokio::sync::broadcast::Sender<ChildInfo>>,
+}
+
+impl Default for SupervisionTree {
+    fn default() -> Self {
+        Self {
+            entries: Arc::default(),
+            changes: Arc::new(tokio::sync::broadcast::channel(256).0),
+        }
+    }
 }
 
 impl fmt::Debug for SupervisionTree {
@@ -137,13 +147,22 @@ impl SupervisionTree {
         self.entries.is_empty()
     }
 
+    /// Every change of an entry from now on (start, restart, failure, stop),
+    /// as the entry's new value. A subscriber that falls more than 256
+    /// changes behind misses the oldest ones (`RecvError::Lagged`).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ChildInfo> {
+        self.changes.subscribe()
+    }
+
     pub(crate) fn insert(&self, info: ChildInfo) {
+        let _ = self.changes.send(info.clone());
         self.entries.insert(info.path.clone(), info);
     }
 
     pub(crate) fn update(&self, path: &str, f: impl FnOnce(&mut ChildInfo)) {
         if let Some(mut entry) = self.entries.get_mut(path) {
             f(entry.value_mut());
+            let _ = self.changes.send(entry.value().clone());
         }
     }
 
