@@ -31,7 +31,6 @@ pub mod manifest;
 pub mod merge;
 pub mod pod_config;
 pub mod pod_defaults;
-pub mod quantity;
 pub mod static_pod;
 pub mod validate;
 

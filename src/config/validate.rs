@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::config::quantity;
+use crate::kuberuntime::quantity::ParsedQuantity;
 
 /// One invalid field (upstream `field.Error`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -141,6 +141,10 @@ fn validate_container<'a>(
     Ok(())
 }
 
+/// The upstream message for a quantity that does not parse.
+const QUANTITY_SYNTAX: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
 /// Parses a resource list into `name → (text, nanos)`, rejecting bad or negative quantities.
 fn parse_list<'a>(
     path: &str,
@@ -149,7 +153,9 @@ fn parse_list<'a>(
     let mut parsed = BTreeMap::new();
     for (resource, Quantity(text)) in list.into_iter().flatten() {
         let field = format!("{path}[{resource}]");
-        let value = quantity::parse_nanos(text).ok_or_else(|| FieldError::invalid(&field, text, quantity::SYNTAX))?;
+        let value = ParsedQuantity::parse(text)
+            .map(|q| q.nanos())
+            .map_err(|_| FieldError::invalid(&field, text, QUANTITY_SYNTAX))?;
         if value < 0 {
             return Err(FieldError::invalid(&field, text, "must be greater than or equal to 0"));
         }

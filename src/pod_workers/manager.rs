@@ -45,6 +45,9 @@ pub struct PodWorkers {
     sync_loop: Option<SupervisedRecipient<SyncFinished>>,
     workers: HashMap<PodUid, ChildRef<PodWorker>>,
     states: HashMap<PodUid, WorkerState>,
+    /// Pods a kill was sent for: terminating from then on, even before
+    /// their worker reports it (the kill may still be pending behind a sync).
+    kill_requested: HashSet<PodUid>,
     restart_requested: HashSet<PodUid>,
 }
 
@@ -65,6 +68,7 @@ impl PodWorkers {
             sync_loop,
             workers: HashMap::new(),
             states: HashMap::new(),
+            kill_requested: HashSet::new(),
             restart_requested: HashSet::new(),
         }
     }
@@ -90,6 +94,7 @@ impl PodWorkers {
             let _ = self.supervisor.do_send(StopChild(format!("pod-{uid}")));
         }
         self.states.remove(uid);
+        self.kill_requested.remove(uid);
     }
 
     fn dispatch(&mut self, update: UpdatePod) {
@@ -97,8 +102,14 @@ impl PodWorkers {
         if self.states.get(&uid) == Some(&WorkerState::Terminated) && update.update_type == UpdateType::Create {
             // The pod was re-added after it terminated: start it afresh.
             self.forget(&uid);
-        } else if self.states.get(&uid) == Some(&WorkerState::Terminating) && update.update_type == UpdateType::Create {
+        } else if (self.states.get(&uid) == Some(&WorkerState::Terminating) || self.kill_requested.contains(&uid))
+            && update.update_type == UpdateType::Create
+        {
+            // Re-added while terminating: started afresh once terminated.
             self.restart_requested.insert(uid.clone());
+        }
+        if update.update_type == UpdateType::Kill {
+            self.kill_requested.insert(uid.clone());
         }
         let worker = match self.workers.get(&uid) {
             Some(w) if w.is_open() => w.clone(),

@@ -13,7 +13,6 @@ use super::container_statuses::{ContainerKind, ConvertContext, convert_container
 use super::phase::{Phase, get_phase};
 use super::pod_predicates::{is_host_network, spec};
 use super::probe_results::ProbeResults;
-use super::qos::pod_qos_class;
 use super::reasons::{DISRUPTION_TARGET, is_kubelet_condition};
 use crate::kuberuntime::pod_status::{RuntimePodStatus, SandboxState};
 
@@ -121,7 +120,7 @@ pub fn generate_api_pod_status(input: &StatusInput<'_>) -> PodStatus {
         .collect();
     s.pod_ip = ips.first().map(|ip| ip.ip.clone());
     s.pod_ips = (!ips.is_empty()).then_some(ips);
-    s.qos_class = Some(pod_qos_class(pod).to_owned());
+    s.qos_class = Some(crate::kuberuntime::qos::pod_qos(pod).as_str().to_owned());
 
     convert_all(input, old, &mut s);
     let phase = decide_phase(input, old, api, &mut s);

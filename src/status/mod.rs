@@ -27,7 +27,6 @@ pub mod merge;
 pub mod phase;
 pub mod pod_predicates;
 pub mod probe_results;
-mod qos;
 pub mod reasons;
 pub mod store;
 
