@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use actix::{Actor, Addr, Context, Handler, Message};
 use actlet::messages::PodUid;
 use actlet::messages::status::{ForgetPodStatus, SetPodStatus};
-use actlet::status::messages::{GetPodStatus, PodStatusChanged, SubscribeStatus, UpdatePodStatus};
+use actlet::messages::status::{GetPodStatus, PodStatusChanged, SubscribeStatus, UpdatePodStatus};
 use actlet::status::{Phase, StatusCache, StatusManager, StatusSink, VersionedStatus};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
