@@ -184,7 +184,16 @@ impl Handler<ForgetWorkers> for PodWorkers {
 impl Handler<GetWorkerStates> for PodWorkers {
     type Result = MessageResult<GetWorkerStates>;
 
+    /// A worker that was sent a kill counts as terminating at once, so
+    /// housekeeping does not send the same kill again while it runs.
     fn handle(&mut self, _msg: GetWorkerStates, _ctx: &mut Self::Context) -> Self::Result {
-        MessageResult(self.states.clone())
+        let states = self.states.iter().map(|(uid, st)| {
+            let st = match st {
+                WorkerState::Syncing if self.kill_requested.contains(uid) => WorkerState::Terminating,
+                other => *other,
+            };
+            (uid.clone(), st)
+        });
+        MessageResult(states.collect())
     }
 }
