@@ -92,6 +92,21 @@ fn malformed_manifests_beside_good_ones_do_not_disturb_the_good_ones() {
         assert_eq!(node.mock.snapshot().sandboxes.len(), 2, "{}", node.describe());
         assert_eq!(node.mock.snapshot().containers.len(), 2, "{}", node.describe());
         let web_container = node.containers("web-node-a", "app")[0].status.id.clone();
+        // Every rejected manifest is reported with its file and reason.
+        let errors = node.kubelet.manifest_errors.get();
+        for bad in ["broken.yaml", "invalid.yaml", "svc.yaml"] {
+            let e = errors
+                .iter()
+                .find(|e| e.origin.ends_with(bad))
+                .unwrap_or_else(|| panic!("{bad} not reported: {errors:?}"));
+            assert!(!e.reason.is_empty(), "{e:?}");
+        }
+        assert!(
+            !errors
+                .iter()
+                .any(|e| e.origin.ends_with("web.yaml") || e.origin.ends_with("db.yaml")),
+            "{errors:?}"
+        );
 
         // web.yaml breaks: its last good pod keeps running.
         write(dir, "web.yaml", "apiVersion: v1\nkind: Pod\nspec: {containers: 7\n");

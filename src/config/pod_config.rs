@@ -37,8 +37,25 @@ use crate::messages::pod_update::{ManifestError, PodSource, PodUpdate, SourceSna
 #[rtype(result = "Vec<ManifestError>")]
 pub struct GetManifestErrors;
 
+/// The latest manifest errors of every source, readable without a message
+/// round trip (the HTTP server shows them at `/debug/manifest-errors`).
+#[derive(Clone, Debug, Default)]
+pub struct ManifestErrors(std::sync::Arc<std::sync::Mutex<Vec<ManifestError>>>);
+
+impl ManifestErrors {
+    /// The current errors (origin and reason of every rejected manifest).
+    pub fn get(&self) -> Vec<ManifestError> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, errors: Vec<ManifestError>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = errors;
+    }
+}
+
 /// The merge actor; see the module doc.
 pub struct PodConfig {
+    published: Option<ManifestErrors>,
     storage: PodStorage,
     expected: Vec<PodSource>,
     updates: SupervisedRecipient<PodUpdate>,
@@ -57,6 +74,7 @@ impl PodConfig {
     ) -> Self {
         let (updates, ready) = (updates.into(), ready.into());
         Self {
+            published: None,
             storage: PodStorage::new(),
             expected: expected_sources.into_iter().collect(),
             updates,
@@ -64,6 +82,12 @@ impl PodConfig {
             ready_sent: false,
             errors: BTreeMap::new(),
         }
+    }
+
+    /// Also publishes the manifest errors into `handle`.
+    pub fn with_published_errors(mut self, handle: ManifestErrors) -> Self {
+        self.published = Some(handle);
+        self
     }
 
     fn check_ready(&mut self) {
@@ -106,6 +130,9 @@ impl Handler<SourceSnapshot> for PodConfig {
             });
         }
         self.errors.insert(source.clone(), errors);
+        if let Some(p) = &self.published {
+            p.set(self.errors.values().flatten().cloned().collect());
+        }
         for update in result.into_updates(&source) {
             tracing::debug!(source = source.as_str(), op = ?update.op, pods = update.pods.len(), "pod config update");
             if let Err(e) = self.updates.do_send(update) {

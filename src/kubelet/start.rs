@@ -30,7 +30,9 @@ use crate::actors::supervisor::{
     SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
-use crate::config::{FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, PodConfig};
+use crate::config::{
+    FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
+};
 use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
 use crate::kuberuntime::quantity::ParsedQuantity;
@@ -86,6 +88,8 @@ pub struct Kubelet {
     pub healthz_addrs: ServerAddrs,
     /// Health checks as `/healthz` sees them.
     pub health: HealthState,
+    /// Manifests the sources rejected (file or URL, and why).
+    pub manifest_errors: ManifestErrors,
     /// PodConfig's input: custom sources send their snapshots here.
     pub pod_config: SupervisedRecipient<SourceSnapshot>,
 }
@@ -315,8 +319,10 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         pleg_health.clone(),
         config.relist_period,
     );
+    let pleg_observers = ext.pleg_observers;
     let pleg = ChildSpec::new("pleg", move || {
-        Pleg::new(rt.clone(), c.clone(), ev.clone(), ph.clone(), relist)
+        let pleg = Pleg::new(rt.clone(), c.clone(), ev.clone(), ph.clone(), relist);
+        pleg_observers.iter().fold(pleg, |p, o| p.with_observer(o.clone()))
     });
 
     // pod-config and sources
@@ -330,8 +336,10 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     expected.extend(config.custom_sources.iter().cloned().map(PodSource::Custom));
     let (updates, ready) = (sync_ref.recipient(), sync_ref.recipient());
     let exp = expected.clone();
+    let manifest_errors = ManifestErrors::default();
+    let me = manifest_errors.clone();
     let pod_config = ChildSpec::new("pod-config", move || {
-        PodConfig::new(exp.clone(), updates.clone(), ready.clone())
+        PodConfig::new(exp.clone(), updates.clone(), ready.clone()).with_published_errors(me.clone())
     });
     let pc_ref = pod_config.child_ref();
 
@@ -382,6 +390,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         pods: pods.clone(),
         statuses: statuses.clone(),
         health: health.clone(),
+        manifest_errors: manifest_errors.clone(),
     };
     let (read_only_addrs, healthz_addrs) = (ServerAddrs::default(), ServerAddrs::default());
     if let Some(addr) = config.healthz_addr {
@@ -411,5 +420,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         healthz_addrs,
         health,
         pod_config: pc_ref.recipient(),
+        manifest_errors,
     })
 }

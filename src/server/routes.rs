@@ -52,6 +52,8 @@ pub struct ServerState {
     pub statuses: StatusCache,
     /// Health checks.
     pub health: HealthState,
+    /// Manifests the sources rejected.
+    pub manifest_errors: crate::config::ManifestErrors,
 }
 
 /// The pods with their latest generated status, as a v1 PodList (upstream
@@ -78,6 +80,18 @@ pub async fn pods(state: web::Data<ServerState>) -> HttpResponse {
     HttpResponse::Ok().json(pod_list(&state))
 }
 
+/// `GET /debug/manifest-errors`: the manifests the sources rejected, as
+/// `[{"origin": file or URL, "reason": …}]`.
+pub async fn manifest_errors(state: web::Data<ServerState>) -> HttpResponse {
+    let errors: Vec<_> = state
+        .manifest_errors
+        .get()
+        .into_iter()
+        .map(|e| json!({ "origin": e.origin, "reason": e.reason }))
+        .collect();
+    HttpResponse::Ok().json(errors)
+}
+
 /// `GET /healthz`: `ok`, or 500 with the failed check.
 pub async fn healthz(state: web::Data<ServerState>) -> HttpResponse {
     match state.health.check() {
@@ -92,7 +106,8 @@ pub async fn healthz(state: web::Data<ServerState>) -> HttpResponse {
 pub fn read_only_routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/pods", web::get().to(pods))
         .route("/pods/", web::get().to(pods))
-        .route("/healthz", web::get().to(healthz));
+        .route("/healthz", web::get().to(healthz))
+        .route("/debug/manifest-errors", web::get().to(manifest_errors));
 }
 
 /// Registers the healthz server's routes.
