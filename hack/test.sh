@@ -3,7 +3,8 @@
 #
 # The project's test command (the README's second command; .ci/run calls it).
 # 1. cargo fmt --check and cargo clippy -D warnings;
-# 2. unit tests, actor tests on the mock CRI, the mock served over gRPC;
+# 2. unit tests, actor tests on the mock CRI, the mock served over gRPC,
+#    doctests, the embedding examples, cargo doc without warnings;
 # 3. as root: starts its own containerd (hack/containerd/up.sh, state under
 #    $ACTLET_CONTAINERD_DIR, default /var/lib/actlet-ci), runs the tests that
 #    need a real runtime with ACTLET_REQUIRE_CONTAINERD=1 (so they fail
@@ -37,3 +38,10 @@ cargo test --locked --all-targets -- --test-threads="${ACTLET_TEST_THREADS:-2}"
 
 step "cargo test --doc"
 cargo test --locked --doc
+
+step "examples: embedding (custom_agent, own_runtime)"
+cargo run --locked --quiet --example custom_agent
+cargo run --locked --quiet --example own_runtime
+
+step "cargo doc (no warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features testing

@@ -29,6 +29,8 @@ pub mod runtime_health;
 pub mod server;
 pub mod status;
 pub mod sync_loop;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use embed::{ActletBuilder, BuildError, PodSource, SourceError};
 pub use kubelet::{Kubelet, KubeletConfig};

@@ -22,7 +22,13 @@ pub use error::{CriError, CriResult};
 pub use runtime::{Runtime, SharedRuntime};
 
 /// Generated CRI `runtime.v1` types and gRPC client/server stubs.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
+#[allow(
+    missing_docs,
+    clippy::all,
+    clippy::pedantic,
+    rustdoc::invalid_html_tags,
+    rustdoc::bare_urls
+)]
 pub mod v1 {
     tonic::include_proto!("runtime.v1");
 }

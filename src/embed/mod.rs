@@ -7,6 +7,12 @@
 //! [`Kubelet`](crate::kubelet::Kubelet) handle to query pods and the actor
 //! tree and to stop it gracefully.
 //!
+//! Runnable programs: `examples/custom_agent.rs` (an in-code source on the
+//! mock runtime) and `examples/own_runtime/` (a caller-written runtime whose
+//! containers are host processes). For tests, the `testing` feature adds
+//! `actlet::testing`: the whole system on the mock under paused time, pod
+//! builders and wait-for-phase/restart/event helpers.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use actlet::{ActletBuilder, PodSource, SourceError};

@@ -158,9 +158,15 @@ impl Pleg {
                         act.old = new;
                         let now = Instant::now();
                         act.health.record(now, now - started);
-                        if !events.is_empty()
-                            && let Err(e) = act.events.do_send(PlegEvents(events))
-                        {
+                        if events.is_empty() {
+                            return;
+                        }
+                        for observer in &act.observers {
+                            if let Err(e) = observer.do_send(PlegEvents(events.clone())) {
+                                tracing::debug!(error = %e, "a PLEG observer missed a batch of events");
+                            }
+                        }
+                        if let Err(e) = act.events.do_send(PlegEvents(events)) {
                             tracing::warn!(error = %e, "cannot deliver PLEG events; the next resync covers them");
                         }
                     })

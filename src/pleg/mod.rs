@@ -1,6 +1,6 @@
 //! The pod lifecycle event generator (upstream "generic PLEG").
 //!
-//! Every relist period the [`Pleg`](actor::Pleg) actor lists the runtime's
+//! Every relist period the [`Pleg`] actor lists the runtime's
 //! sandboxes and containers, compares each container's state with the previous
 //! relist ([`events::compute_events`], pure), refreshes the [`PodCache`] for the
 //! pods that changed, and sends one [`PodLifecycleEvent`](crate::messages::pleg::PodLifecycleEvent)

@@ -2,7 +2,7 @@
 //! turns config updates, PLEG events, resync ticks and housekeeping into work
 //! for the pod workers.
 //!
-//! - [`SyncLoop`](actor::SyncLoop): the actor (a thin shell);
+//! - [`SyncLoop`]: the actor (a thin shell);
 //! - [`dispatch`]: what each input means for the pod manager and the workers (pure);
 //! - [`housekeeping`]: which pods to kill or forget (pure).
 
