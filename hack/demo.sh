@@ -35,22 +35,15 @@ trap cleanup EXIT
     --container-runtime-endpoint "$EP" \
     --pod-manifest-path examples/static-pods \
     --root-dir "$ROOT_DIR" \
-    --read-only-port "$PORT" --address 127.0.0.1 \
-    --hostname-override "$(hostname | tr 'A-Z' '[:lower:]')" &
+    --read-only-port "$PORT" --address 127.0.0.1 &
 pid=$!
 
 want=$(find examples/static-pods -maxdepth 1 -name '*.yaml' | wc -l)
 echo "waiting for $want pods to be Running ..." >&2
 for _ in $(seq 1 120); do
     if out=$(curl -fsS "http://127.0.0.1:$PORT/pods" 2>/dev/null) &&
-        [ "$(printf '%s' "$out" | python3 -c 'import json,sys; print(sum(1 for p in json.load(sys.stdin)["items"] if p.get("status",{}).get("phase")=="Running"))')" -ge "$want" ]; then
-        printf '%s' "$out" | python3 -c '
-import json, sys
-print(f"{\"POD\":32} {\"PHASE\":9} {\"IP\":14} CONTAINERS")
-for p in json.load(sys.stdin)["items"]:
-    s = p.get("status", {})
-    cs = ", ".join(f"{c[\"name\"]}={next(iter(c.get(\"state\", {})), \"?\")}" for c in s.get("containerStatuses", []))
-    print(f"{p[\"metadata\"][\"name\"]:32} {s.get(\"phase\",\"\"):9} {s.get(\"podIP\",\"\"):14} {cs}")'
+        [ "$(printf '%s' "$out" | hack/print-pods.py --count-running)" -ge "$want" ]; then
+        printf '%s' "$out" | hack/print-pods.py
         if [ "${ACTLET_DEMO_EXIT:-0}" = 1 ]; then exit 0; fi
         echo "actlet is running (pid $pid); Ctrl-C to stop" >&2
         wait "$pid"
