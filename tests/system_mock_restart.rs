@@ -7,11 +7,12 @@ mod support;
 
 use std::time::Duration;
 
-use actlet::cri::mock::{Behaviour, MockRuntime, Script};
+use actlet::cri::mock::{Behaviour, Fault, MockImage, MockRuntime, Script};
 use actlet::cri::v1::{ContainerState, PodSandboxState};
 use k8s_openapi::api::core::v1::Pod;
 use support::{Node, pod, run_paused, uid_of};
 use tokio::time::{Instant, sleep};
+use tonic::Code;
 
 /// A one-container pod `name` whose container runs 5 s and exits with `code`.
 fn exiting(name: &str, policy: &str, code: i32) -> Pod {
@@ -359,5 +360,47 @@ spec:
             Some("ErrImageNeverPull")
         );
         assert_eq!(node.phase(&uid), "Pending");
+    });
+}
+
+/// Pull failures back off 10 s, 20 s, 40 s (ImagePullBackOff in between) and
+/// the pull is retried as soon as each backoff ends, not at the next resync.
+#[test]
+fn failed_pulls_are_retried_when_their_backoff_ends() {
+    run_paused(|| async {
+        let image = "example.com/app:1.0";
+        let mock = MockRuntime::builder()
+            .pullable(MockImage::new(image).busybox_like(), Duration::ZERO)
+            .fault("PullImage", Fault::error(Code::Unavailable, "registry down").times(3))
+            .build();
+        let node = Node::start(mock);
+        let p = pod(&format!(
+            r#"
+metadata: {{name: puller, namespace: default, uid: u-puller}}
+spec:
+  containers:
+  - {{name: app, image: "{image}", imagePullPolicy: IfNotPresent, command: [sh, -c, "sleep 3600"]}}
+"#
+        ));
+        let uid = uid_of(&p);
+        node.set_pods(&[&p]);
+        node.wait_for("ImagePullBackOff", Duration::from_secs(15), |n| {
+            n.waiting_reason(&uid, "app").as_deref() == Some("ImagePullBackOff")
+        })
+        .await;
+        node.wait_for("app running after the 4th pull", Duration::from_secs(120), |n| {
+            n.is_running(&uid, "app")
+        })
+        .await;
+        let pulls: Vec<Instant> = node.calls("PullImage").iter().map(|c| c.at).collect();
+        assert_eq!(pulls.len(), 4, "three failures then success: {}", node.describe());
+        for (i, want) in [10u64, 20, 40].into_iter().enumerate() {
+            let gap = pulls[i + 1] - pulls[i];
+            assert!(
+                gap >= Duration::from_secs(want) && gap <= Duration::from_secs(want + 3),
+                "pull {} came {gap:?} after the previous one, want {want}s",
+                i + 2
+            );
+        }
     });
 }

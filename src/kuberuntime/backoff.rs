@@ -109,6 +109,20 @@ impl Backoff {
         }
     }
 
+    /// When the current delay since the last [`next`](Self::next) ends, while
+    /// [`is_in_backoff_since_update`](Self::is_in_backoff_since_update) is true.
+    pub fn expiry_since_update(&self, key: &str, now: Instant) -> Option<Instant> {
+        match self.entries().get(key) {
+            Some(e)
+                if !self.has_expired(now, e.last_update)
+                    && now.saturating_duration_since(e.last_update) < e.backoff =>
+            {
+                Some(e.last_update + e.backoff)
+            }
+            _ => None,
+        }
+    }
+
     /// Forgets `key`.
     pub fn reset(&self, key: &str) {
         self.entries().remove(key);
@@ -265,5 +279,18 @@ mod tests {
             "web_prod_u1_nginx_ab12"
         );
         assert_eq!(image_backoff_key("u1", "busybox:1.36"), "u1_busybox:1.36");
+    }
+
+    #[test]
+    fn expiry_since_update_is_last_update_plus_delay() {
+        let b = Backoff::default();
+        let t0 = Instant::now();
+        assert_eq!(b.expiry_since_update("k", t0), None);
+        b.next("k", t0, t0);
+        assert_eq!(
+            b.expiry_since_update("k", t0 + Duration::from_secs(3)),
+            Some(t0 + Duration::from_secs(10))
+        );
+        assert_eq!(b.expiry_since_update("k", t0 + Duration::from_secs(10)), None);
     }
 }

@@ -117,6 +117,24 @@ impl RuntimeManager {
             .min()
     }
 
+    /// When the earliest image pull backoff of the pod's containers ends
+    /// (upstream retries a pull once its backoff has passed).
+    pub fn image_backoff_expiry(&self, pod: &Pod) -> Option<Instant> {
+        let spec = pod.spec.as_ref()?;
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let now = Instant::now();
+        spec.init_containers
+            .iter()
+            .flatten()
+            .chain(spec.containers.iter())
+            .filter_map(|c| {
+                let image = c.image.as_deref()?;
+                self.image_backoff
+                    .expiry_since_update(&super::backoff::image_backoff_key(uid, image), now)
+            })
+            .min()
+    }
+
     /// The restart count for a new instance of `container`: one more than the
     /// newest instance, or recovered from its log directory.
     async fn next_restart_count(&self, pod: &Pod, container: &Container, status: &RuntimePodStatus) -> u32 {

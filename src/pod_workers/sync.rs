@@ -190,6 +190,17 @@ pub async fn sync_pod(
     if in_backoff {
         out.retry_at = deps.runtime.restart_backoff_expiry(pod, &status);
     }
+    let pulling = result.results.iter().any(|r| {
+        r.error.as_ref().is_some_and(|e| {
+            matches!(
+                e.reason,
+                SyncErrorReason::ErrImagePull | SyncErrorReason::ImagePullBackOff
+            )
+        })
+    });
+    if pulling && let Some(at) = deps.runtime.image_backoff_expiry(pod) {
+        out.retry_at = Some(out.retry_at.map_or(at, |r| r.min(at)));
+    }
     if result.has_real_errors() {
         out.error = result.error_message();
     }
