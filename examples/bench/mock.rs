@@ -1,0 +1,525 @@
+//! P2: scale on the mock CRI, in-process (`kubelet::start` on `MockRuntime`,
+//! real time). Each case runs in a fresh process (`bench p2-case …`, spawned
+//! by [`p2`]) so its memory figures start clean.
+//!
+//! Sources:
+//! - `file`: the static pod directory (`--pod-manifest-path`): N manifests are
+//!   written to a staging directory first, then renamed into the watched
+//!   directory; the clock starts before the first rename. This is "from
+//!   manifests to Running" as the issue asks, including inotify, the 100 ms
+//!   debounce and the YAML parsing of N files.
+//! - `custom`: the same N pods (parsed and defaulted beforehand) sent as one
+//!   `SourceSnapshot` of a custom source: the kubelet core alone.
+//! - `mock`: no kubelet; the same three CRI calls per pod made directly on the
+//!   mock, to tell the mock's own memory and CPU from the kubelet's.
+//!
+//! Runtimes: `mock` (the mock as it is: a label-filtered List scans every
+//! sandbox/container, as containerd's does) or `indexed` (UID-filtered Lists
+//! answered from an index, see [`crate::indexed`]).
+//!
+//! "Running" = the status cache shows phase Running with Ready=True.
+//! The mock's call log (a test aid that grows with every call) is cleared
+//! every second so it does not count as kubelet memory; the mock's sandboxes,
+//! containers and their tokio tasks do count (see the `mock` source).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actlet::config::static_pod::{ManifestOrigin, load_static_pods};
+use actlet::cri::mock::{Fault, MockRuntime};
+use actlet::cri::{Runtime, SharedRuntime, v1};
+use actlet::kubelet::{KubeletConfig, start};
+use actlet::kuberuntime::RuntimeManagerConfig;
+use actlet::kuberuntime::container_config::{ContainerConfigInput, generate_container_config};
+use actlet::kuberuntime::sandbox_config::generate_pod_sandbox_config;
+use actlet::kuberuntime::security_context::ImageUser;
+use actlet::messages::PodUid;
+use actlet::messages::pod_update::{PodSource, SourceSnapshot};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use serde_json::{Map, Value, json};
+
+use crate::common::{
+    Figure, IMAGE, NODE, USER_HZ, cpu_ticks, manifest, max, median, percentile, reset_dir, rss_kib, write_manifests,
+};
+use crate::indexed::Counting;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type Result<T> = std::result::Result<T, BoxError>;
+
+/// Realistic per-call latencies from real-runtime.md (containerd 1.6 here).
+pub const REAL_LATENCIES: [(&str, u64); 3] = [("RunPodSandbox", 130), ("CreateContainer", 25), ("StartContainer", 95)];
+
+/// One P2 case.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub pods: usize,
+    /// Realistic latencies (else instant mock operations).
+    pub latency: bool,
+    /// `file`, `custom` or `mock`.
+    pub source: String,
+    /// `mock` or `indexed`.
+    pub runtime: String,
+    /// Idle window after all pods run (CPU, relist); 0: only 5 s of relist sampling.
+    pub idle: Duration,
+    /// Give up waiting for Running after this long (the figures say how many made it).
+    pub deadline: Duration,
+    pub work_dir: PathBuf,
+}
+
+impl Case {
+    pub fn name(&self) -> String {
+        let lat = if self.latency { "real_lat" } else { "instant" };
+        let rt = if self.runtime == "indexed" { ".indexed" } else { "" };
+        format!("p2.{}.{}.n{}{rt}", self.source, lat, self.pods)
+    }
+
+    pub fn args(&self) -> Vec<String> {
+        vec![
+            "p2-case".into(),
+            format!("--pods={}", self.pods),
+            format!("--latency={}", if self.latency { "real" } else { "instant" }),
+            format!("--source={}", self.source),
+            format!("--runtime={}", self.runtime),
+            format!("--idle-secs={}", self.idle.as_secs()),
+            format!("--deadline-secs={}", self.deadline.as_secs()),
+            format!("--work-dir={}", self.work_dir.display()),
+        ]
+    }
+}
+
+/// Runs every case in its own process (this binary, `p2-case`) and collects the figures.
+pub fn p2(cases: &[Case]) -> Result<Vec<Figure>> {
+    let exe = std::env::current_exe()?;
+    let mut figures = vec![];
+    for c in cases {
+        eprintln!("  P2 {} (idle {:?}) …", c.name(), c.idle);
+        let out = std::process::Command::new(&exe)
+            .args(c.args())
+            .stderr(std::process::Stdio::inherit())
+            .output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("FIGURES ")) else {
+            return Err(format!("{}: no figures (exit {}); stdout: {stdout}", c.name(), out.status).into());
+        };
+        let v: Value = serde_json::from_str(line)?;
+        figures.extend(v.as_array().into_iter().flatten().filter_map(Figure::from_json));
+    }
+    Ok(figures)
+}
+
+/// The `p2-case` subcommand: one case in this process; prints `FIGURES <json>`.
+pub fn run_case(c: Case) -> Result<()> {
+    reset_dir(&c.work_dir)?;
+    let log = std::fs::File::create(c.work_dir.join("kubelet.log"))?;
+    // The actlet binary logs at info by default; so does the in-process kubelet (to a file).
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn,actlet=info"))
+        .with_ansi(false)
+        .with_writer(Mutex::new(log))
+        .init();
+    let figures = actix_rt::System::new().block_on(case(c.clone()))?;
+    let v = Value::Array(figures.iter().map(Figure::to_json).collect());
+    println!("FIGURES {v}");
+    Ok(())
+}
+
+fn self_rss_mib() -> (f64, f64) {
+    let (rss, hwm) = rss_kib(std::process::id()).unwrap_or((0, 0));
+    (rss as f64 / 1024.0, hwm as f64 / 1024.0)
+}
+
+fn self_cpu_pct_since(ticks0: u64, since: Instant) -> f64 {
+    let ticks = cpu_ticks(std::process::id()).unwrap_or(ticks0);
+    ticks.saturating_sub(ticks0) as f64 / USER_HZ / since.elapsed().as_secs_f64() * 100.0
+}
+
+fn build_mock(latency: bool) -> MockRuntime {
+    let mut b = MockRuntime::builder();
+    if latency {
+        for (method, ms) in REAL_LATENCIES {
+            b = b.fault(method, Fault::latency(Duration::from_millis(ms)));
+        }
+    }
+    b.build()
+}
+
+fn is_running_ready(s: &PodStatus) -> bool {
+    s.phase.as_deref() == Some("Running")
+        && s.conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+fn base_conditions(c: &Case) -> Map<String, Value> {
+    let mut cond = Map::new();
+    cond.insert("pods".into(), json!(c.pods));
+    cond.insert("source".into(), json!(c.source));
+    let latency = if c.latency {
+        json!(
+            REAL_LATENCIES
+                .iter()
+                .map(|(m, ms)| format!("{m} {ms} ms"))
+                .collect::<Vec<_>>()
+        )
+    } else {
+        json!("instant")
+    };
+    cond.insert("mock_latency".into(), latency);
+    let runtime = if c.runtime == "indexed" {
+        "MockRuntime in-process, real time; UID-filtered List* answered from an index (what-if)"
+    } else {
+        "MockRuntime in-process, real time"
+    };
+    cond.insert("runtime".into(), json!(runtime));
+    cond.insert(
+        "cpus".into(),
+        json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
+    );
+    cond
+}
+
+async fn case(c: Case) -> Result<Vec<Figure>> {
+    let mock = build_mock(c.latency);
+    let clear = mock.clone();
+    actix_rt::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            clear.clear_calls();
+        }
+    });
+    let mut cond = base_conditions(&c);
+    if c.source == "mock" {
+        return mock_only(&c, mock, cond).await;
+    }
+    cond.insert("max_pods".into(), json!(c.pods + 10));
+    cond.insert("log".into(), json!("warn,actlet=info to a file (the binary's default)"));
+
+    let dir = c.work_dir.join("manifests");
+    let staging = c.work_dir.join("staging");
+    reset_dir(&dir)?;
+    let mut config = KubeletConfig::new(NODE);
+    config.root_dir = c.work_dir.join("kubelet");
+    config.pod_logs_dir = c.work_dir.join("pods");
+    config.container_logs_dir = None;
+    // maxPods defaults to 110 (upstream); admission would reject the rest.
+    config.max_pods = c.pods as i64 + 10;
+    if c.source == "file" {
+        config.static_pod_path = Some(dir.clone());
+    } else {
+        config.custom_sources = vec!["bench".into()];
+    }
+    let counting = Arc::new(Counting::new(mock.clone(), c.runtime == "indexed"));
+    let runtime: SharedRuntime = counting.clone();
+    let kubelet = start(config, runtime)?;
+    if c.source == "custom" {
+        // Housekeeping waits for every source's first snapshot.
+        kubelet.pod_config.do_send(SourceSnapshot {
+            source: PodSource::Custom("bench".into()),
+            pods: vec![],
+            errors: vec![],
+        })?;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (rss_before, _) = self_rss_mib();
+
+    // The pods, and the UIDs the file source will give them.
+    let items: Vec<(String, String)> = (0..c.pods)
+        .map(|i| {
+            let n = format!("p{i}");
+            (format!("{n}.yaml"), manifest(&n))
+        })
+        .collect();
+    let mut pods = Vec::with_capacity(c.pods);
+    for (file, body) in &items {
+        let origin = dir.join(file).display().to_string();
+        let mut p = load_static_pods(body, ManifestOrigin::File(&origin), NODE).map_err(|e| e.reason())?;
+        pods.push(Arc::new(p.pop().ok_or("empty manifest")?));
+    }
+    let uids: Vec<PodUid> = pods
+        .iter()
+        .map(|p| PodUid::new(p.metadata.uid.clone().unwrap_or_default()))
+        .collect();
+    let calls_before: u64 = counting.counts().iter().map(|(_, n)| n).sum();
+
+    let t0 = Instant::now();
+    if c.source == "file" {
+        let (staging, dir, items) = (staging.clone(), dir.clone(), items);
+        // Written to the staging directory first; the renames are timed.
+        tokio::task::spawn_blocking(move || write_manifests(&staging, &dir, &items)).await??;
+    } else {
+        kubelet.pod_config.do_send(SourceSnapshot {
+            source: PodSource::Custom("bench".into()),
+            pods,
+            errors: vec![],
+        })?;
+    }
+    let mut pending: Vec<usize> = (0..c.pods).collect();
+    let mut lat = Vec::with_capacity(c.pods);
+    while !pending.is_empty() && t0.elapsed() < c.deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let now = t0.elapsed().as_secs_f64();
+        pending.retain(|i| {
+            let ok = kubelet
+                .statuses
+                .get(&uids[*i])
+                .is_some_and(|s| is_running_ready(&s.status));
+            if ok {
+                lat.push(now);
+            }
+            !ok
+        });
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let complete = pending.is_empty();
+    let start_calls = counting.counts();
+    let total_calls: u64 = start_calls.iter().map(|(_, n)| n).sum::<u64>() - calls_before;
+    if complete {
+        eprintln!("    {}: all Running in {wall:.3} s", c.name());
+    } else {
+        eprintln!(
+            "    {}: only {} of {} Running after {wall:.0} s (deadline)",
+            c.name(),
+            lat.len(),
+            c.pods
+        );
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss_after, _) = self_rss_mib();
+
+    // Idle: CPU of the whole process (kubelet + mock) and PLEG relists.
+    let window = if c.idle.is_zero() || !complete {
+        Duration::from_secs(5)
+    } else {
+        c.idle
+    };
+    let cpu0 = cpu_ticks(std::process::id()).unwrap_or(0);
+    let ti = Instant::now();
+    let mut relists: std::collections::HashMap<tokio::time::Instant, f64> = Default::default();
+    while ti.elapsed() < window {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Some((at, took)) = kubelet.health.pleg.last_relist() {
+            relists.insert(at, took.as_secs_f64() * 1000.0);
+        }
+    }
+    let idle_cpu = self_cpu_pct_since(cpu0, ti);
+    let relist_ms: Vec<f64> = relists.into_values().collect();
+    let (_, hwm) = self_rss_mib();
+    let tree = kubelet.tree().snapshot();
+    let restarts: u64 = tree.iter().map(|i| i.restarts).sum();
+    let root_queued = kubelet.root.addr().queued();
+
+    let name = c.name();
+    let with_targets = c.pods >= 10_000 && !c.latency;
+    let f = |n: &str, unit: &str, v: f64| Figure::new(format!("{name}.{n}"), unit, v).with_all(&cond);
+    let mut out = vec![];
+    if complete {
+        let measure = if c.source == "file" {
+            "first manifest renamed into the directory -> every pod Running + Ready=True in the status cache"
+        } else {
+            "one SourceSnapshot sent -> every pod Running + Ready=True in the status cache"
+        };
+        let mut wall_f = f("wall", "s", wall).with("measure", measure);
+        if with_targets {
+            wall_f = wall_f.target_max(2.0, "<= 2 s");
+        }
+        out.push(wall_f);
+        out.push(f("pods_per_s", "pods/s", c.pods as f64 / wall));
+        out.push(f("pod_latency.p50", "s", percentile(&lat, 50.0)));
+        out.push(f("pod_latency.p99", "s", percentile(&lat, 99.0)));
+    } else {
+        let mut wall_f = f("wall", "s", wall)
+            .with("incomplete", true)
+            .with("running_at_deadline", lat.len())
+            .with("measure", "DID NOT FINISH: the deadline; see running_at_deadline");
+        if with_targets {
+            wall_f = wall_f.target_max(2.0, "<= 2 s");
+        }
+        out.push(wall_f);
+        out.push(f("running_at_deadline", "pods", lat.len() as f64).with("deadline_s", c.deadline.as_secs()));
+        out.push(f("pods_per_s", "pods/s", lat.len() as f64 / wall).with("incomplete", true));
+    }
+    let mut hwm_f = f("peak_rss", "MiB", hwm).with("measure", "VmHWM of the whole process (kubelet + mock + bench)");
+    if with_targets {
+        hwm_f = hwm_f.target_max(150.0, "<= 150 MiB");
+    }
+    out.push(hwm_f);
+    out.push(f("rss_before", "MiB", rss_before).with("measure", "VmRSS after start, 0 pods"));
+    out.push(f("rss_after", "MiB", rss_after).with("measure", "VmRSS 2 s after all pods Running"));
+    out.push(
+        f("mem_per_pod", "KiB", (rss_after - rss_before) * 1024.0 / c.pods as f64)
+            .with("measure", "(VmRSS after - VmRSS before) / pods; kubelet + mock state"),
+    );
+    let mut relist_f = f("pleg_relist.p50", "ms", median(&relist_ms))
+        .with("containers", c.pods)
+        .with("sandboxes", c.pods)
+        .with("samples", relist_ms.len())
+        .with(
+            "measure",
+            "PlegHealthHandle::last_relist() in steady state: ListPodSandbox + ListContainers (mock) + diff",
+        );
+    if with_targets {
+        relist_f = relist_f.target_max(5.0, "<= 5 ms");
+    }
+    out.push(relist_f);
+    out.push(f("pleg_relist.max", "ms", max(&relist_ms)).with("containers", c.pods));
+    if !c.idle.is_zero() && complete {
+        let mut cpu_f = f("idle_cpu", "%core", idle_cpu)
+            .with("window_s", window.as_secs())
+            .with(
+                "measure",
+                "utime+stime of the whole process (kubelet + mock) while idle, all pods running",
+            );
+        if with_targets {
+            cpu_f = cpu_f.target_max(2.0, "<= 2%");
+        }
+        out.push(cpu_f);
+    }
+    let by_method: Map<String, Value> = start_calls
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(m, n)| ((*m).to_string(), json!(n)))
+        .collect();
+    out.push(
+        f("cri_calls_per_pod", "calls", total_calls as f64 / c.pods as f64)
+            .with(
+                "measure",
+                "CRI calls from the first manifest until all pods Running (or the deadline), / pods",
+            )
+            .with("by_method_since_start", Value::Object(by_method)),
+    );
+    out.push(
+        f("tree.children", "actors", tree.len() as f64)
+            .with("restarts", restarts)
+            .with("root_mailbox_queued", root_queued)
+            .with(
+                "note",
+                "mailbox depths of pod-workers-manager / sync-loop are not reachable through Kubelet",
+            ),
+    );
+    Ok(out)
+}
+
+/// The mock alone: N pods made directly with the same three calls, to
+/// separate the mock's memory and CPU from the kubelet's.
+async fn mock_only(c: &Case, mock: MockRuntime, cond: Map<String, Value>) -> Result<Vec<Figure>> {
+    let cfg = Arc::new(RuntimeManagerConfig {
+        pod_logs_dir: c.work_dir.join("pods"),
+        container_logs_dir: None,
+        node_name: NODE.into(),
+        ..RuntimeManagerConfig::default()
+    });
+    let rt = Arc::new(mock);
+    let image = rt
+        .image_status(v1::ImageStatusRequest {
+            image: Some(v1::ImageSpec {
+                image: IMAGE.into(),
+                ..Default::default()
+            }),
+            verbose: false,
+        })
+        .await?
+        .image
+        .ok_or("mock has no busybox")?;
+    let (image_ref, user) = (image.id.clone(), actlet::kuberuntime::image::image_user(Some(&image)));
+    let mut pods = Vec::with_capacity(c.pods);
+    for i in 0..c.pods {
+        let n = format!("p{i}");
+        let origin = format!("/bench/{n}.yaml");
+        let mut p = load_static_pods(&manifest(&n), ManifestOrigin::File(&origin), NODE).map_err(|e| e.reason())?;
+        pods.push(p.pop().ok_or("empty manifest")?);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (before, _) = self_rss_mib();
+    let t0 = Instant::now();
+    let results: Vec<Result<()>> = futures::stream::iter(pods)
+        .map(|pod| {
+            let (rt, cfg, image_ref, user) = (rt.clone(), cfg.clone(), image_ref.clone(), user.clone());
+            async move { mock_pod(rt.as_ref(), &cfg, &pod, &image_ref, &user).await }
+        })
+        .buffer_unordered(c.pods.max(1))
+        .collect()
+        .await;
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    let wall = t0.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (after, hwm) = self_rss_mib();
+    let cpu0 = cpu_ticks(std::process::id()).unwrap_or(0);
+    let ti = Instant::now();
+    // What a 1 s relist costs the mock: list everything once a second.
+    let mut list_ms = vec![];
+    let window = if c.idle.is_zero() {
+        Duration::from_secs(5)
+    } else {
+        c.idle
+    };
+    while ti.elapsed() < window {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let tl = Instant::now();
+        let _ = rt.list_pod_sandbox(v1::ListPodSandboxRequest { filter: None }).await?;
+        let _ = rt.list_containers(v1::ListContainersRequest { filter: None }).await?;
+        list_ms.push(tl.elapsed().as_secs_f64() * 1000.0);
+    }
+    let cpu = self_cpu_pct_since(cpu0, ti);
+    let name = c.name();
+    let f = |n: &str, unit: &str, v: f64| Figure::new(format!("{name}.{n}"), unit, v).with_all(&cond);
+    Ok(vec![
+        f("wall", "s", wall).with(
+            "measure",
+            "N x (RunPodSandbox, CreateContainer, StartContainer) directly on the mock, all at once",
+        ),
+        f("peak_rss", "MiB", hwm),
+        f("mem_per_pod", "KiB", (after - before) * 1024.0 / c.pods as f64)
+            .with("measure", "the mock's own state per pod (VmRSS delta / pods)"),
+        f("list_all.p50", "ms", median(&list_ms)).with(
+            "measure",
+            "ListPodSandbox + ListContainers, unfiltered, on the mock: the runtime's share of a relist",
+        ),
+        f("idle_cpu", "%core", cpu).with("measure", "mock idle + one unfiltered list per second"),
+    ])
+}
+
+async fn mock_pod(
+    rt: &MockRuntime,
+    cfg: &RuntimeManagerConfig,
+    pod: &Pod,
+    image_ref: &str,
+    user: &ImageUser,
+) -> Result<()> {
+    let sandbox_config = generate_pod_sandbox_config(pod, 0, cfg)?;
+    let sandbox_id = rt
+        .run_pod_sandbox(v1::RunPodSandboxRequest {
+            config: Some(sandbox_config.clone()),
+            runtime_handler: String::new(),
+        })
+        .await?
+        .pod_sandbox_id;
+    let container = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .ok_or("pod without containers")?;
+    let input = ContainerConfigInput {
+        pod,
+        container,
+        restart_count: 0,
+        image_ref,
+        image_user: user,
+        pod_ips: &[],
+        mounts: vec![],
+    };
+    let config = generate_container_config(input, cfg)?;
+    let id = rt
+        .create_container(v1::CreateContainerRequest {
+            pod_sandbox_id: sandbox_id,
+            config: Some(config),
+            sandbox_config: Some(sandbox_config),
+        })
+        .await?
+        .container_id;
+    rt.start_container(v1::StartContainerRequest { container_id: id })
+        .await?;
+    Ok(())
+}
