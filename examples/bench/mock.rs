@@ -243,6 +243,8 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
         .map(|p| PodUid::new(p.metadata.uid.clone().unwrap_or_default()))
         .collect();
     let calls_before: u64 = counting.counts().iter().map(|(_, n)| n).sum();
+    // The file source parses its own copies: do not count the harness's.
+    let pods = if c.source == "file" { vec![] } else { pods };
 
     let t0 = Instant::now();
     if c.source == "file" {

@@ -141,6 +141,9 @@ impl Kubelet {
     }
 }
 
+/// Status-manager mailbox slots per allowed pod.
+const STATUS_MAILBOX_PER_POD: usize = 4;
+
 /// Upstream's default hard eviction threshold `memory.available<100Mi`,
 /// subtracted from allocatable memory.
 const HARD_EVICTION_MEMORY: i64 = 100 << 20;
@@ -259,7 +262,10 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             m = m.with_subscriber(o.clone());
         }
         m
-    });
+    })
+    // Every pod worker publishes into this mailbox; size it so a burst of
+    // maxPods workers finishing at once is not dropped (bench P2 finding).
+    .mailbox_capacity(STATUS_MAILBOX_PER_POD * config.max_pods.max(1) as usize + 1024);
     let status_ref = status_manager.child_ref();
 
     // pod-workers supervisor + manager
