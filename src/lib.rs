@@ -16,9 +16,11 @@
 pub mod actors;
 pub mod admission;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod cri;
 pub mod embed;
+pub mod events;
 pub mod kubelet;
 pub mod kuberuntime;
 pub mod messages;

@@ -120,6 +120,14 @@ impl ActletBuilder {
         self
     }
 
+    /// Cluster mode: talk to the API server with `client` (whose identity
+    /// should be `system:node:<node name>`). Adds the `api` pod source and
+    /// the node, lease, status, mirror-pod and event actors.
+    pub fn api_client(mut self, client: kube::Client) -> Self {
+        self.ext.api_client = Some(client);
+        self
+    }
+
     /// Builds and starts the system inside the current actix `System`.
     /// Runtime health is on [`Kubelet::runtime_health`]; supervisor restarts
     /// on [`Kubelet::tree`]`().subscribe()`.

@@ -30,6 +30,7 @@ use crate::actors::supervisor::{
     SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
+use crate::cluster::{ApiSource, MirrorPods};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
 };
@@ -92,6 +93,8 @@ pub struct Kubelet {
     pub manifest_errors: ManifestErrors,
     /// PodConfig's input: custom sources send their snapshots here.
     pub pod_config: SupervisedRecipient<SourceSnapshot>,
+    /// Mirror pods seen on the API server (cluster mode; empty otherwise).
+    pub mirror_pods: MirrorPods,
 }
 
 impl Kubelet {
@@ -197,6 +200,9 @@ pub struct Extensions {
     pub status_observers: Vec<SupervisedRecipient<PodStatusChanged>>,
     /// Told of every batch of PLEG events.
     pub pleg_observers: Vec<SupervisedRecipient<PlegEvents>>,
+    /// Cluster mode: the API client (node identity `system:node:<name>`).
+    /// Adds the `api` pod source and the actors of [`crate::cluster`].
+    pub api_client: Option<kube::Client>,
 }
 
 /// Builds and starts the kubelet on `runtime` inside the current actix System.
@@ -339,6 +345,9 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     if config.static_pod_url.is_some() {
         expected.push(PodSource::Http);
     }
+    if ext.api_client.is_some() {
+        expected.push(PodSource::Api);
+    }
     expected.extend(config.custom_sources.iter().cloned().map(PodSource::Custom));
     let (updates, ready) = (sync_ref.recipient(), sync_ref.recipient());
     let exp = expected.clone();
@@ -377,6 +386,19 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         HttpSource::new(hc.clone(), out.clone())?;
         root = root.child(ChildSpec::new("http-source", move || {
             HttpSource::new(hc.clone(), out.clone()).unwrap_or_else(|e| unreachable!("validated at start: {e}"))
+        }));
+    }
+
+    let mirror_pods = MirrorPods::new();
+    if let Some(client) = &ext.api_client {
+        let (client, node, out, mirrors) = (
+            client.clone(),
+            config.node_name.clone(),
+            pc_ref.recipient(),
+            mirror_pods.clone(),
+        );
+        root = root.child(ChildSpec::new("api-source", move || {
+            ApiSource::new(client.clone(), node.clone(), out.clone(), mirrors.clone())
         }));
     }
 
@@ -427,5 +449,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         health,
         pod_config: pc_ref.recipient(),
         manifest_errors,
+        mirror_pods,
     })
 }

@@ -12,6 +12,7 @@
 //!
 //! Pods travel as `Arc<Pod>` so fan-out costs a pointer copy, never a deep clone.
 
+pub mod event;
 pub mod node;
 pub mod pleg;
 pub mod pod_update;

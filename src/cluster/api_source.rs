@@ -1,0 +1,231 @@
+//! [`ApiSource`]: the `api` pod source — list+watch of the pods bound to this
+//! node (`fieldSelector=spec.nodeName=<node>`), upstream `NewSourceApiserver`.
+//!
+//! kube-runtime's watcher does the protocol: it lists, watches from the
+//! list's resourceVersion with bookmarks, resumes from the last seen
+//! resourceVersion when a watch ends, re-lists on 410 Gone and backs off
+//! (exponential, 0.8 s → 30 s with jitter) while the API server is away.
+//! The actor keeps the set of pods ([`ApiPodSet`]) and sends PodConfig the
+//! whole set after each change, like upstream's undelta store; PodConfig
+//! diffs it, so a re-list that finds the same pods changes nothing and
+//! running pods are never disturbed by a watch expiry.
+//!
+//! Mirror pods are split off into [`MirrorPods`]: they describe static pods
+//! and are never run.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actix::{Actor, AsyncContext, Context, StreamHandler};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+
+use super::mirror_index::{MirrorPods, is_mirror_pod};
+use crate::actors::supervisor::SupervisedRecipient;
+use crate::messages::pod_update::{PodSource, SourceSnapshot};
+
+/// The pods the API server binds to this node, as the watcher reports them.
+#[derive(Debug, Default)]
+pub struct ApiPodSet {
+    pods: BTreeMap<String, Arc<Pod>>,
+    relisting: Option<BTreeMap<String, Arc<Pod>>>,
+    listed: bool,
+}
+
+fn key(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_else(|| {
+        format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or_default(),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        )
+    })
+}
+
+impl ApiPodSet {
+    /// Applies one watcher event; true when the set changed in a way worth
+    /// publishing (a completed list always is: it makes the source ready).
+    pub fn apply(&mut self, event: Event<Pod>) -> bool {
+        match event {
+            Event::Init => {
+                self.relisting = Some(BTreeMap::new());
+                false
+            }
+            Event::InitApply(pod) => {
+                let pod = Arc::new(pod);
+                self.relisting.get_or_insert_default().insert(key(&pod), pod);
+                false
+            }
+            Event::InitDone => {
+                self.pods = self.relisting.take().unwrap_or_default();
+                self.listed = true;
+                true
+            }
+            Event::Apply(pod) => {
+                let pod = Arc::new(pod);
+                let k = key(&pod);
+                let same = self.pods.get(&k).is_some_and(|old| {
+                    old.metadata.resource_version.is_some()
+                        && old.metadata.resource_version == pod.metadata.resource_version
+                });
+                self.pods.insert(k, pod);
+                self.listed && !same
+            }
+            Event::Delete(pod) => self.pods.remove(&key(&pod)).is_some() && self.listed,
+        }
+    }
+
+    /// Whether a complete list has been seen.
+    pub fn listed(&self) -> bool {
+        self.listed
+    }
+
+    /// Pods to run (mirror pods excluded) and mirror pods.
+    pub fn split(&self) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
+        self.pods.values().cloned().partition(|p| !is_mirror_pod(p))
+    }
+}
+
+/// The API source actor. See the [module docs](self).
+pub struct ApiSource {
+    client: Client,
+    node_name: String,
+    out: SupervisedRecipient<SourceSnapshot>,
+    mirrors: MirrorPods,
+    set: ApiPodSet,
+}
+
+impl ApiSource {
+    /// Watches the pods of `node_name` and sends snapshots to `out`.
+    pub fn new(
+        client: Client,
+        node_name: String,
+        out: SupervisedRecipient<SourceSnapshot>,
+        mirrors: MirrorPods,
+    ) -> Self {
+        Self {
+            client,
+            node_name,
+            out,
+            mirrors,
+            set: ApiPodSet::default(),
+        }
+    }
+
+    fn publish(&self) {
+        let (pods, mirrors) = self.set.split();
+        tracing::debug!(pods = pods.len(), mirror_pods = mirrors.len(), "api source snapshot");
+        self.mirrors.replace_all(mirrors);
+        let snapshot = SourceSnapshot {
+            source: PodSource::Api,
+            pods,
+            errors: vec![],
+        };
+        if let Err(e) = self.out.do_send(snapshot) {
+            tracing::warn!(error = %e, "pod-config unreachable: api snapshot dropped (next change resends the whole set)");
+        }
+    }
+}
+
+impl Actor for ApiSource {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let config = watcher::Config::default().fields(&format!("spec.nodeName={}", self.node_name));
+        tracing::info!(node = %self.node_name, "watching pods bound to this node");
+        ctx.add_stream(watcher::watcher(api, config).default_backoff().boxed());
+    }
+}
+
+impl StreamHandler<Result<Event<Pod>, watcher::Error>> for ApiSource {
+    fn handle(&mut self, item: Result<Event<Pod>, watcher::Error>, _ctx: &mut Self::Context) {
+        match item {
+            Ok(event) => {
+                if self.set.apply(event) {
+                    self.publish();
+                }
+            }
+            Err(e) => tracing::warn!(node = %self.node_name, error = %e, "pod watch failed; retrying with backoff"),
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        // The backoff stream never ends; if it does, restart it.
+        tracing::warn!("pod watch stream ended; starting over");
+        <Self as Actor>::started(self, ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(uid: &str, rv: &str, mirror: bool) -> Pod {
+        let mut v = json!({"metadata": {"name": uid, "namespace": "default", "uid": uid, "resourceVersion": rv}});
+        if mirror {
+            v["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "h"});
+        }
+        serde_json::from_value(v).unwrap_or_default()
+    }
+
+    #[test]
+    fn nothing_is_published_before_the_first_list_completes() {
+        let mut s = ApiPodSet::default();
+        assert!(!s.apply(Event::Init));
+        assert!(!s.apply(Event::InitApply(pod("a", "1", false))));
+        assert!(!s.listed());
+        assert!(s.apply(Event::InitDone));
+        assert_eq!(s.split().0.len(), 1);
+    }
+
+    #[test]
+    fn a_relist_replaces_the_set_only_when_done() {
+        let mut s = ApiPodSet::default();
+        for e in [Event::Init, Event::InitApply(pod("a", "1", false)), Event::InitDone] {
+            s.apply(e);
+        }
+        s.apply(Event::Init);
+        s.apply(Event::InitApply(pod("b", "2", false)));
+        assert_eq!(
+            s.split().0[0].metadata.uid.as_deref(),
+            Some("a"),
+            "old set kept while relisting"
+        );
+        assert!(s.apply(Event::InitDone));
+        let uids: Vec<_> = s.split().0.iter().map(|p| p.metadata.uid.clone()).collect();
+        assert_eq!(uids, vec![Some("b".to_string())]);
+    }
+
+    #[test]
+    fn changes_and_deletes_publish_and_repeats_do_not() {
+        let mut s = ApiPodSet::default();
+        s.apply(Event::InitDone);
+        assert!(s.apply(Event::Apply(pod("a", "1", false))));
+        assert!(!s.apply(Event::Apply(pod("a", "1", false))), "same resourceVersion");
+        assert!(s.apply(Event::Apply(pod("a", "2", false))));
+        assert!(s.apply(Event::Delete(pod("a", "3", false))));
+        assert!(!s.apply(Event::Delete(pod("a", "3", false))));
+    }
+
+    #[test]
+    fn mirror_pods_are_split_off() {
+        let mut s = ApiPodSet::default();
+        for e in [
+            Event::Init,
+            Event::InitApply(pod("a", "1", false)),
+            Event::InitApply(pod("m", "1", true)),
+            Event::InitDone,
+        ] {
+            s.apply(e);
+        }
+        let (run, mirrors) = s.split();
+        assert_eq!(run.len(), 1);
+        assert_eq!(mirrors.len(), 1);
+        assert_eq!(mirrors[0].metadata.uid.as_deref(), Some("m"));
+    }
+}

@@ -1,0 +1,100 @@
+//! The API client: a kube-rs [`Client`] built from a kubeconfig file, rate
+//! limited like upstream's (QPS 50, burst 100).
+
+use std::path::{Path, PathBuf};
+
+use kube::Client;
+use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use super::rate_limit::{Qps, RateLimitLayer};
+
+/// The API client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The kubeconfig file is unreadable or not a kubeconfig.
+    #[error("cannot read kubeconfig {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// The kubeconfig names no usable cluster or credentials.
+    #[error("kubeconfig {path} is unusable: {source}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// The HTTP stack could not be built (TLS settings, proxy).
+    #[error("cannot build an API client from {path}: {source}")]
+    Build {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Builds a client from `kubeconfig` (its current context), limited to `qps`.
+/// Must be called inside a tokio runtime. Nothing is sent yet.
+pub async fn client_from_kubeconfig(kubeconfig: &Path, qps: Qps) -> Result<Client, ClientError> {
+    let path = kubeconfig.to_path_buf();
+    let kc = Kubeconfig::read_from(kubeconfig).map_err(|source| ClientError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .map_err(|source| ClientError::Config {
+            path: path.clone(),
+            source,
+        })?;
+    client_from_config(config, qps).map_err(|source| ClientError::Build { path, source })
+}
+
+/// Builds a rate-limited client from a kube [`Config`](kube::Config).
+pub fn client_from_config(mut config: kube::Config, qps: Qps) -> Result<Client, kube::Error> {
+    // The kubelet's user agent, so audit logs and `kubectl get --show-managed-fields` name it.
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("actlet/v", env!("CARGO_PKG_VERSION"))),
+    ));
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&RateLimitLayer::new(qps))
+        .build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_kubeconfig_names_the_file() {
+        let err = client_from_kubeconfig(Path::new("/nonexistent/kubeconfig"), Qps::default())
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_kubeconfig_without_clusters_is_refused() {
+        let dir = std::env::temp_dir().join(format!("actlet-kc-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("kubeconfig");
+        let _ = std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n",
+        );
+        let err = client_from_kubeconfig(&path, Qps::default()).await.err();
+        assert!(matches!(err, Some(ClientError::Config { .. })), "{err:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,24 @@
+//! Cluster mode: everything that talks to the API server.
+//!
+//! ```text
+//! api-source     list+watch pods on this node ──SourceSnapshot──▶ pod-config
+//!                (mirror pods go to MirrorPods, never run)
+//! node           register the Node, status every 10 s
+//! node-lease     kube-node-lease/<node>, renewed every 10 s
+//! status-syncer  pods/status patches, 10 s resync, deletion finalization
+//! mirror-pods    create/recreate/delete the mirror pods of static pods
+//! events         core/v1 Events, aggregated and rate limited
+//! ```
+//!
+//! Every actor here is a supervised child of the root; an API server that is
+//! down makes them retry with backoff, never fail the tree.
+
+pub mod api_source;
+pub mod client;
+pub mod mirror_index;
+pub mod rate_limit;
+
+pub use api_source::ApiSource;
+pub use client::{ClientError, client_from_config, client_from_kubeconfig};
+pub use mirror_index::{MirrorPods, is_mirror_pod};
+pub use rate_limit::Qps;

@@ -1,0 +1,133 @@
+//! [`EventRecorder`]: the handle every actor uses to record core/v1 Events.
+//!
+//! Cheap to clone. Without an API server it only logs (at debug level); in
+//! cluster mode it forwards to the event recorder actor, never waiting: a full
+//! mailbox drops the event, as upstream's broadcaster does.
+
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+
+use crate::actors::supervisor::SupervisedRecipient;
+use crate::messages::event::{EventType, RecordEvent};
+
+/// Records events; see the [module docs](self).
+#[derive(Clone, Debug, Default)]
+pub struct EventRecorder {
+    sink: Option<SupervisedRecipient<RecordEvent>>,
+}
+
+impl EventRecorder {
+    /// A recorder that forwards to `sink` (the event recorder actor).
+    pub fn new(sink: impl Into<SupervisedRecipient<RecordEvent>>) -> Self {
+        Self {
+            sink: Some(sink.into()),
+        }
+    }
+
+    /// A recorder that only logs.
+    pub fn disabled() -> Self {
+        Self::default()
+    }
+
+    /// Records an event about `involved`.
+    pub fn event(&self, involved: ObjectReference, type_: EventType, reason: &str, message: impl Into<String>) {
+        let message = message.into();
+        tracing::debug!(
+            kind = involved.kind.as_deref().unwrap_or_default(),
+            name = involved.name.as_deref().unwrap_or_default(),
+            namespace = involved.namespace.as_deref().unwrap_or_default(),
+            type_ = type_.as_str(),
+            reason,
+            %message,
+            "event"
+        );
+        if let Some(sink) = &self.sink {
+            let _ = sink.try_send(RecordEvent {
+                involved,
+                type_,
+                reason: reason.to_string(),
+                message,
+            });
+        }
+    }
+
+    /// Records an event about `pod`, or one of its containers when
+    /// `field_path` is given (`spec.containers{name}`).
+    pub fn pod_event(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        type_: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
+        self.event(pod_ref(pod, field_path), type_, reason, message)
+    }
+}
+
+/// An [`ObjectReference`] to `pod` (and one of its containers with `field_path`).
+pub fn pod_ref(pod: &Pod, field_path: Option<String>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        field_path,
+    }
+}
+
+/// An [`ObjectReference`] to the node (upstream uses the node name as UID).
+pub fn node_ref(node_name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some(node_name.to_string()),
+        uid: Some(node_name.to_string()),
+        ..ObjectReference::default()
+    }
+}
+
+/// The field path of a container, as events and `kubectl describe` show it.
+pub fn container_field_path(pod: &Pod, container: &str) -> Option<String> {
+    let spec = pod.spec.as_ref()?;
+    if spec.containers.iter().any(|c| c.name == container) {
+        return Some(format!("spec.containers{{{container}}}"));
+    }
+    if spec.init_containers.iter().flatten().any(|c| c.name == container) {
+        return Some(format!("spec.initContainers{{{container}}}"));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn forwards_to_the_sink_with_the_pod_reference() {
+        let seen = Arc::new(Mutex::new(vec![]));
+        let s = seen.clone();
+        let rec = EventRecorder::new(SupervisedRecipient::from_fn(move |m: RecordEvent| {
+            s.lock().unwrap_or_else(|e| e.into_inner()).push(m)
+        }));
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}], "initContainers": [{"name": "i", "image": "busybox"}]}
+        }))
+        .unwrap_or_default();
+        rec.pod_event(
+            &pod,
+            container_field_path(&pod, "i"),
+            EventType::Normal,
+            "Pulled",
+            "done",
+        );
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].involved.field_path.as_deref(), Some("spec.initContainers{i}"));
+        assert_eq!(seen[0].involved.uid.as_deref(), Some("u1"));
+        assert_eq!(seen[0].reason, "Pulled");
+    }
+}
