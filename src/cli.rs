@@ -49,6 +49,14 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 
+    /// Requests per second to the API server (kubeAPIQPS).
+    #[arg(long, value_name = "QPS", default_value_t = 50)]
+    pub kube_api_qps: u32,
+
+    /// Requests allowed in a burst above --kube-api-qps (kubeAPIBurst).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub kube_api_burst: u32,
+
     /// Directory of static pod manifests (staticPodPath).
     #[arg(long, value_name = "DIR")]
     pub pod_manifest_path: Option<PathBuf>,

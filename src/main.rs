@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use actlet::actors::supervisor::ExitReason;
 use actlet::cli::{Cli, Command, KubeletFlags, MockCriArgs, log_filter};
+use actlet::cluster::{Qps, client_from_kubeconfig};
 use actlet::cri::client::{CriClient, parse_endpoint};
 use actlet::cri::mock::MockRuntime;
 use actlet::cri::server::CriServer;
 use actlet::cri::{Runtime, v1};
-use actlet::kubelet::{KubeletConfig, start};
+use actlet::kubelet::{Extensions, KubeletConfig, start_with};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -70,15 +71,30 @@ fn run(flags: KubeletFlags) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fatal(e),
     };
-    if flags.kubeconfig.is_some() {
-        return fatal("--kubeconfig: cluster mode is not implemented yet; run without it (standalone mode)");
-    }
     if flags.config.is_some() {
         return fatal("--config: KubeletConfiguration files are not supported yet; use flags");
     }
-    tracing::info!("standalone mode: no API server; pod status is served on the read-only port only");
     let system = actix_rt::System::new();
     system.block_on(async move {
+        let api_client = match &flags.kubeconfig {
+            Some(path) => {
+                let qps = Qps {
+                    qps: flags.kube_api_qps,
+                    burst: flags.kube_api_burst,
+                };
+                match client_from_kubeconfig(path, qps).await {
+                    Ok(c) => {
+                        tracing::info!(kubeconfig = %path.display(), node = %config.node_name, "cluster mode");
+                        Some(c)
+                    }
+                    Err(e) => return fatal(format!("--kubeconfig: {e}")),
+                }
+            }
+            None => {
+                tracing::info!("standalone mode: no API server; pod status is served on the read-only port only");
+                None
+            }
+        };
         // The client's connection task needs the runtime, so it is made here.
         let client = match CriClient::new(&flags.container_runtime_endpoint, flags.runtime_request_timeout) {
             Ok(c) => c,
@@ -89,7 +105,11 @@ fn run(flags: KubeletFlags) -> ExitCode {
             Err(e) => tracing::warn!(error = %e, "container runtime not reachable yet; pod syncs wait until it is"),
         }
         let deadline = config.shutdown_deadline;
-        let kubelet = match start(config, Arc::new(client)) {
+        let ext = Extensions {
+            api_client,
+            ..Extensions::default()
+        };
+        let kubelet = match start_with(config, Arc::new(client), ext) {
             Ok(k) => k,
             Err(e) => return fatal(e),
         };

@@ -144,6 +144,17 @@ impl Actor for ApiSource {
 impl StreamHandler<Result<Event<Pod>, watcher::Error>> for ApiSource {
     fn handle(&mut self, item: Result<Event<Pod>, watcher::Error>, _ctx: &mut Self::Context) {
         match item {
+            Ok(Event::Delete(pod)) if self.set.listed() => {
+                // A force deletion (grace 0) is seen only as DELETED: send the
+                // final object first, so the pod is killed with its deletion
+                // grace period rather than the spec's, then the removal.
+                if pod.metadata.deletion_timestamp.is_some() && self.set.apply(Event::Apply(pod.clone())) {
+                    self.publish();
+                }
+                if self.set.apply(Event::Delete(pod)) {
+                    self.publish();
+                }
+            }
             Ok(event) => {
                 if self.set.apply(event) {
                     self.publish();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::actors::supervisor::{ChildSpec, SupervisedRecipient};
 use crate::cri::{Runtime, SharedRuntime};
 use crate::kubelet::{Extensions, Kubelet, KubeletConfig, StartError, start_with};
+use crate::messages::node::NodeConditionChanged;
 use crate::messages::pleg::PlegEvents;
 use crate::messages::status::PodStatusChanged;
 
@@ -117,6 +118,23 @@ impl ActletBuilder {
     /// Calls `f` with every batch of PLEG events (container started, died, …).
     pub fn on_pleg_events(mut self, f: impl Fn(PlegEvents) + Send + Sync + 'static) -> Self {
         self.ext.pleg_observers.push(SupervisedRecipient::from_fn(f));
+        self
+    }
+
+    /// Calls `f` whenever a node condition changes (Ready, MemoryPressure,
+    /// DiskPressure, PIDPressure), as the node actor computes them every
+    /// node-status period. The first report names every condition.
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// let kubelet = actlet::ActletBuilder::new("node-a")
+    ///     .runtime(actlet::cri::mock::MockRuntime::new())
+    ///     .on_node_condition(|c| println!("{} is {} ({})", c.type_, c.status, c.reason));
+    /// # let _ = kubelet;
+    /// # });
+    /// ```
+    pub fn on_node_condition(mut self, f: impl Fn(NodeConditionChanged) + Send + Sync + 'static) -> Self {
+        self.ext.node_observers.push(SupervisedRecipient::from_fn(f));
         self
     }
 

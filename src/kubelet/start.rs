@@ -38,6 +38,7 @@ use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
 use crate::kuberuntime::quantity::ParsedQuantity;
 use crate::kuberuntime::{RuntimeManager, RuntimeManagerConfig};
+use crate::messages::node::NodeConditionChanged;
 use crate::messages::pleg::PlegEvents;
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
 use crate::messages::pod_work::SyncFinished;
@@ -200,6 +201,8 @@ pub struct Extensions {
     pub status_observers: Vec<SupervisedRecipient<PodStatusChanged>>,
     /// Told of every batch of PLEG events.
     pub pleg_observers: Vec<SupervisedRecipient<PlegEvents>>,
+    /// Told of every node condition change.
+    pub node_observers: Vec<SupervisedRecipient<NodeConditionChanged>>,
     /// Cluster mode: the API client (node identity `system:node:<name>`).
     /// Adds the `api` pod source and the actors of [`crate::cluster`].
     pub api_client: Option<kube::Client>,
