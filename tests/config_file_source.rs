@@ -148,6 +148,21 @@ fn a_single_file_path_is_read_whatever_its_name() {
 }
 
 #[actix_rt::test]
+async fn the_first_inotify_event_is_read_at_once_not_after_the_debounce_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, mut rx) = recorder::<SourceSnapshot>();
+    let mut config = FileSourceConfig::new(dir.path(), NODE);
+    config.check_frequency = Duration::from_secs(3600);
+    config.debounce = Duration::from_secs(3600);
+    FileSource::new(config, out).start();
+    assert!(next(&mut rx, WAIT).await.pods.is_empty());
+    write(dir.path(), "web.yaml", &pod_yaml("web", "nginx:1"));
+    // Neither the periodic read nor the end of the window comes within WAIT.
+    let read = next_matching(&mut rx, WAIT, |s| s.pods.len() == 1).await;
+    assert_eq!(names(&read.pods), ["web-node1"]);
+}
+
+#[actix_rt::test]
 async fn inotify_triggers_rereads_without_the_periodic_one() {
     let dir = tempfile::tempdir().unwrap();
     let mut rx = start(dir.path(), true);

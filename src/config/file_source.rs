@@ -1,9 +1,10 @@
 //! [`FileSource`]: the `staticPodPath` source (upstream `sourceFile`).
 //!
 //! # Expected flow
-//! 1. On start, every [`FileSourceConfig::check_frequency`] (20 s) and after
-//!    a burst of inotify events (coalesced for [`FileSourceConfig::debounce`],
-//!    100 ms), the actor reads the whole path on the blocking pool
+//! 1. On start, every [`FileSourceConfig::check_frequency`] (20 s) and on
+//!    inotify events — at once on the first event, then once more at the end
+//!    of a [`FileSourceConfig::debounce`] window (100 ms) if more events came
+//!    in it — the actor reads the whole path on the blocking pool
 //!    ([`file_scan::scan`]); at most one read runs at a time, and a request
 //!    during a read queues exactly one more.
 //! 2. Each completed read becomes one [`SourceSnapshot`] (all pods of the
@@ -49,7 +50,8 @@ pub struct FileSourceConfig {
     pub check_frequency: Duration,
     /// Also re-read on inotify events.
     pub watch: bool,
-    /// How long a burst of inotify events is coalesced before one re-read.
+    /// After the read on a first inotify event, further events for this long
+    /// are coalesced into one more read at its end.
     pub debounce: Duration,
 }
 
@@ -83,6 +85,7 @@ pub struct FileSource {
     scanning: bool,
     rescan: bool,
     debounce: Option<SpawnHandle>,
+    changed_in_window: bool,
 }
 
 impl FileSource {
@@ -99,6 +102,7 @@ impl FileSource {
             scanning: false,
             rescan: false,
             debounce: None,
+            changed_in_window: false,
         }
     }
 
@@ -209,12 +213,20 @@ impl Handler<FsChanged> for FileSource {
         if msg.lost {
             self.watch = None;
         }
-        if self.debounce.is_none() {
-            self.debounce = Some(ctx.run_later(self.config.debounce, |act, ctx| {
-                act.debounce = None;
-                act.request_scan(ctx);
-            }));
+        if self.debounce.is_some() {
+            // Inside the window: one trailing read when it closes.
+            self.changed_in_window = true;
+            return;
         }
+        // Leading edge: read at once (a new manifest is picked up with no
+        // added latency), then coalesce the rest of the burst.
+        self.request_scan(ctx);
+        self.debounce = Some(ctx.run_later(self.config.debounce, |act, ctx| {
+            act.debounce = None;
+            if std::mem::take(&mut act.changed_in_window) {
+                act.request_scan(ctx);
+            }
+        }));
     }
 }
 
