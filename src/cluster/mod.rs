@@ -15,10 +15,12 @@
 
 pub mod api_source;
 pub mod client;
+pub mod events;
 pub mod mirror_index;
 pub mod rate_limit;
 
 pub use api_source::ApiSource;
 pub use client::{ClientError, client_from_config, client_from_kubeconfig};
+pub use events::EventRecorderActor;
 pub use mirror_index::{MirrorPods, is_mirror_pod};
 pub use rate_limit::Qps;

@@ -12,15 +12,32 @@
 //! A failed pull is `ErrImagePull` and starts the image backoff (key
 //! `<uid>_<image>`); while in backoff the answer is `ImagePullBackOff`
 //! without calling the runtime.
+//!
+//! Events (upstream's, about the container): `Pulling`, `Pulled` (pulled in
+//! some time, or already present), `Failed` (the pull failed), `BackOff`
+//! (Normal, as upstream: in image pull backoff), `ErrImageNeverPull`,
+//! `InspectFailed`.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
 use super::backoff::image_backoff_key;
 use super::manager::RuntimeManager;
+use super::manager::go_duration_precise;
 use super::security_context::ImageUser;
 use super::sync_result::{SyncError, SyncErrorReason};
 use crate::cri::v1::{self, ImageSpec};
+use crate::messages::event::EventType;
+
+/// Upstream event reasons of the image manager.
+mod reason {
+    pub const PULLING: &str = "Pulling";
+    pub const PULLED: &str = "Pulled";
+    pub const FAILED: &str = "Failed";
+    pub const BACK_OFF: &str = "BackOff";
+    pub const INSPECT_FAILED: &str = "InspectFailed";
+    pub const ERR_IMAGE_NEVER_PULL: &str = "ErrImageNeverPull";
+}
 
 /// A container image's pull policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,42 +159,55 @@ impl RuntimeManager {
         sandbox_config: &v1::PodSandboxConfig,
     ) -> Result<EnsuredImage, SyncError> {
         let spec_image = container.image.clone().unwrap_or_default();
+        let event = |type_, reason: &str, message: &str| {
+            self.container_event(pod, &container.name, type_, reason, message);
+        };
         let Some(image) = apply_default_tag(&spec_image) else {
             let msg =
                 format!("Failed to apply default image tag {spec_image:?}: couldn't parse image name {spec_image:?}");
+            event(EventType::Warning, reason::INSPECT_FAILED, &msg);
             return Err(SyncError::new(SyncErrorReason::InvalidImageName, msg));
         };
-        let inspect_err = |e: crate::cri::CriError| {
-            SyncError::new(
-                SyncErrorReason::ImageInspectError,
-                format!("Failed to inspect image {spec_image:?}: {e}"),
-            )
+        let present = match self.image_status(&image).await {
+            Ok(present) => present,
+            Err(e) => {
+                let msg = format!("Failed to inspect image {spec_image:?}: {e}");
+                event(EventType::Warning, reason::INSPECT_FAILED, &msg);
+                return Err(SyncError::new(SyncErrorReason::ImageInspectError, msg));
+            }
         };
-        let present = self.image_status(&image).await.map_err(inspect_err)?;
         if !should_pull(pull_policy(container), present.is_some()) {
             return match present {
                 Some(img) => {
+                    let msg = format!("Container image {spec_image:?} already present on machine");
                     tracing::info!(image = %spec_image, "container image already present on machine");
+                    event(EventType::Normal, reason::PULLED, &msg);
                     Ok(EnsuredImage {
                         image_ref: img.id.clone(),
                         user: image_user(Some(&img)),
                     })
                 }
-                None => Err(SyncError::new(
-                    SyncErrorReason::ErrImageNeverPull,
-                    format!("Container image {spec_image:?} is not present with pull policy of Never"),
-                )),
+                None => {
+                    let msg = format!("Container image {spec_image:?} is not present with pull policy of Never");
+                    event(EventType::Warning, reason::ERR_IMAGE_NEVER_PULL, &msg);
+                    Err(SyncError::new(SyncErrorReason::ErrImageNeverPull, msg))
+                }
             };
         }
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let key = image_backoff_key(uid, &spec_image);
         if self.image_backoff.is_in_backoff_since_update(&key, Instant::now()) {
-            return Err(SyncError::new(
-                SyncErrorReason::ImagePullBackOff,
-                format!("Back-off pulling image {spec_image:?}"),
-            ));
+            let msg = format!("Back-off pulling image {spec_image:?}");
+            event(EventType::Normal, reason::BACK_OFF, &msg);
+            return Err(SyncError::new(SyncErrorReason::ImagePullBackOff, msg));
         }
         tracing::info!(image = %spec_image, "pulling image");
+        event(
+            EventType::Normal,
+            reason::PULLING,
+            &format!("Pulling image {spec_image:?}"),
+        );
+        let started = Instant::now();
         let pulled = {
             let _serialized = if self.config.serialize_image_pulls {
                 Some(self.pull_lock.lock().await)
@@ -201,9 +231,20 @@ impl RuntimeManager {
                 self.image_backoff.next(&key, now, now);
                 tracing::warn!(image = %spec_image, error = %e, "failed to pull image");
                 let msg = format!("rpc error: code = {:?} desc = {}", e.code, e.message);
+                event(
+                    EventType::Warning,
+                    reason::FAILED,
+                    &format!("Failed to pull image {spec_image:?}: {msg}"),
+                );
                 return Err(SyncError::new(SyncErrorReason::ErrImagePull, msg));
             }
         };
+        let took = go_duration_precise(started.elapsed());
+        event(
+            EventType::Normal,
+            reason::PULLED,
+            &format!("Successfully pulled image {spec_image:?} in {took}"),
+        );
         self.image_backoff.gc(Instant::now());
         tracing::info!(image = %spec_image, %image_ref, "successfully pulled image");
         let lookup = if image_ref.is_empty() {

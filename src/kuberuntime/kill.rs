@@ -14,6 +14,11 @@
 //! `StopContainer` gets the grace period as its timeout and is awaited to
 //! the end — never dropped on a local timeout; the runtime bounds it.
 //! NOT_FOUND counts as stopped.
+//!
+//! A container of a known pod gets a `Killing` event (`Stopping container
+//! <name>`, or the kill's own message, e.g. a failed liveness probe). An
+//! orphan found without its pod gets none (upstream rebuilds a pod from the
+//! container's labels for it).
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -25,6 +30,7 @@ use super::manager::{RuntimeManager, format_pod};
 use super::pod_status::{ContainerState, RuntimePodStatus};
 use super::sync_result::{PodSyncResult, SyncAction, SyncError, SyncErrorReason, SyncResult};
 use crate::cri::{CriResult, v1};
+use crate::messages::event::EventType;
 
 /// Upstream `minimumGracePeriodInSeconds`.
 pub const MINIMUM_GRACE_PERIOD_SECONDS: i64 = 2;
@@ -107,6 +113,9 @@ impl RuntimeManager {
                 message.to_string()
             };
             tracing::info!(%message, "killing container");
+            if let Some(pod) = pod {
+                self.container_event(pod, name, EventType::Normal, "Killing", message.as_str());
+            }
             // Hook point: the preStop hook (exec / httpGet / sleep) runs here,
             // inside the grace period, and its duration is subtracted.
             let hook_seconds = 0;

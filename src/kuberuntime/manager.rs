@@ -13,6 +13,11 @@
 //! runtime reports wall-clock timestamps. A container's finish time is mapped
 //! onto the monotonic clock by comparing it with the *runtime's* current wall
 //! time ([`RuntimeManager::with_wall_clock`]; default: the system clock).
+//!
+//! # Events
+//! The verbs record upstream's pod events (Pulling, Pulled, Created,
+//! Started, Killing, BackOff, Failed…) on the [`EventRecorder`] given with
+//! [`RuntimeManager::with_events`] (default: disabled, only logged).
 
 use std::fmt;
 use std::sync::Arc;
@@ -25,7 +30,9 @@ use super::config::RuntimeManagerConfig;
 use super::convert;
 use super::pod_status::RuntimePodStatus;
 use crate::cri::{CriResult, SharedRuntime};
+use crate::events::{EventRecorder, container_field_path};
 use crate::messages::PodUid;
+use crate::messages::event::EventType;
 
 /// The wall clock the runtime's timestamps are read against.
 pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
@@ -37,6 +44,7 @@ pub struct RuntimeManager {
     pub(crate) backoff: Backoff,
     pub(crate) image_backoff: Backoff,
     pub(crate) pull_lock: tokio::sync::Mutex<()>,
+    pub(crate) events: EventRecorder,
     wall_clock: WallClock,
 }
 
@@ -59,8 +67,34 @@ impl RuntimeManager {
             backoff: Backoff::default(),
             image_backoff: Backoff::default(),
             pull_lock: tokio::sync::Mutex::new(()),
+            events: EventRecorder::disabled(),
             wall_clock: Arc::new(convert::system_now),
         }
+    }
+
+    /// Records pod events on `events` (default: disabled).
+    pub fn with_events(mut self, events: EventRecorder) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// The event recorder the verbs record pod events on.
+    pub fn events(&self) -> &EventRecorder {
+        &self.events
+    }
+
+    /// Records an event about `container` of `pod` (field path
+    /// `spec.containers{name}` or `spec.initContainers{name}`).
+    pub(crate) fn container_event(
+        &self,
+        pod: &k8s_openapi::api::core::v1::Pod,
+        container: &str,
+        type_: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
+        self.events
+            .pod_event(pod, container_field_path(pod, container), type_, reason, message)
     }
 
     /// Reads the runtime's timestamps against `clock` (e.g. the mock
@@ -137,6 +171,36 @@ pub(crate) fn go_duration(d: std::time::Duration) -> String {
     }
 }
 
+/// Go's `time.Duration.String()`: `0s`, `523.4ms`, `1.5s`, `1m2.25s`.
+pub(crate) fn go_duration_precise(d: std::time::Duration) -> String {
+    fn frac(whole: u128, rest: u128, digits: usize, unit: &str) -> String {
+        let rest = format!("{rest:0digits$}");
+        let rest = rest.trim_end_matches('0');
+        if rest.is_empty() {
+            format!("{whole}{unit}")
+        } else {
+            format!("{whole}.{rest}{unit}")
+        }
+    }
+    let ns = d.as_nanos();
+    match ns {
+        0 => "0s".into(),
+        1..1_000 => format!("{ns}ns"),
+        1_000..1_000_000 => frac(ns / 1_000, ns % 1_000, 3, "µs"),
+        1_000_000..1_000_000_000 => frac(ns / 1_000_000, ns % 1_000_000, 6, "ms"),
+        _ => {
+            let secs = ns / 1_000_000_000;
+            let (h, m) = (secs / 3600, (secs % 3600) / 60);
+            let s = frac(secs % 60, ns % 1_000_000_000, 9, "s");
+            match (h, m) {
+                (0, 0) => s,
+                (0, m) => format!("{m}m{s}"),
+                (h, m) => format!("{h}h{m}m{s}"),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -150,6 +214,23 @@ mod tests {
         assert_eq!(
             [f(0), f(10), f(80), f(160), f(300), f(3725)],
             ["0s", "10s", "1m20s", "2m40s", "5m0s", "1h2m5s"]
+        );
+    }
+
+    #[test]
+    fn precise_durations_format_like_go() {
+        let f = |ns| go_duration_precise(Duration::from_nanos(ns));
+        assert_eq!(
+            [
+                f(0),
+                f(12),
+                f(1_500),
+                f(523_400_000),
+                f(1_500_000_000),
+                f(62_250_000_000),
+                f(3_725_000_000_000)
+            ],
+            ["0s", "12ns", "1.5µs", "523.4ms", "1.5s", "1m2.25s", "1h2m5s"]
         );
     }
 

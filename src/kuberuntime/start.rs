@@ -1,6 +1,10 @@
 //! Starting one container (upstream `doBackOff` + `startContainer`):
 //! restart backoff, image, log directory, config, `CreateContainer`,
 //! `StartContainer`, legacy log symlink, postStart hook point.
+//!
+//! Events (upstream's, about the container): `BackOff` (Warning) while in
+//! restart backoff, `Created`, `Started`, and `Failed` with `Error: <why>`
+//! when the image, the config, `CreateContainer` or `StartContainer` fails.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +20,7 @@ use super::manager::{RuntimeManager, format_pod_of, go_duration};
 use super::pod_status::{ContainerState, RuntimePodStatus};
 use super::sync_result::{SyncError, SyncErrorReason};
 use crate::cri::v1;
+use crate::messages::event::EventType;
 
 /// Longest file name ext4 allows.
 const MAX_FILE_NAME_LEN: usize = 255;
@@ -81,6 +86,17 @@ impl RuntimeManager {
                 format_pod_of(pod)
             );
             tracing::info!(%message, "back-off restarting failed container");
+            self.container_event(
+                pod,
+                &container.name,
+                EventType::Warning,
+                "BackOff",
+                format!(
+                    "Back-off restarting failed container {} in pod {}",
+                    container.name,
+                    format_pod_of(pod)
+                ),
+            );
             return Err(SyncError::new(SyncErrorReason::CrashLoopBackOff, message));
         }
         self.backoff.next(&key, finished, now);
@@ -162,6 +178,35 @@ impl RuntimeManager {
         container: &Container,
         mounts: Vec<v1::Mount>,
     ) -> Result<String, SyncError> {
+        let (pod, status) = (ctx.pod, ctx.status);
+        self.check_restart_backoff(pod, container, status)?;
+        let result = self.create_and_start(ctx, container, mounts).await;
+        if let Err(e) = &result {
+            // Upstream `startContainer`: every failure after the backoff check
+            // is a `Failed` event; image failures name their reason.
+            let why = match e.reason {
+                SyncErrorReason::CreateContainerConfigError
+                | SyncErrorReason::CreateContainerError
+                | SyncErrorReason::RunContainerError => e.message.clone(),
+                _ => e.reason.as_str().to_string(),
+            };
+            self.container_event(
+                pod,
+                &container.name,
+                EventType::Warning,
+                "Failed",
+                format!("Error: {why}"),
+            );
+        }
+        result
+    }
+
+    async fn create_and_start(
+        &self,
+        ctx: StartContext<'_>,
+        container: &Container,
+        mounts: Vec<v1::Mount>,
+    ) -> Result<String, SyncError> {
         let StartContext {
             pod,
             status,
@@ -169,7 +214,6 @@ impl RuntimeManager {
             sandbox_config,
             pod_ips,
         } = ctx;
-        self.check_restart_backoff(pod, container, status)?;
         let image = self.ensure_image(pod, container, sandbox_config).await?;
         let restart_count = self.next_restart_count(pod, container, status).await;
 
@@ -203,6 +247,14 @@ impl RuntimeManager {
             Err(e) => return Err(SyncError::new(SyncErrorReason::CreateContainerError, e.message)),
         };
         tracing::info!(container_id = %id, restart_count, "created container");
+        let name = &container.name;
+        self.container_event(
+            pod,
+            name,
+            EventType::Normal,
+            "Created",
+            format!("Created container {name}"),
+        );
         if let Err(e) = self
             .runtime
             .start_container(v1::StartContainerRequest {
@@ -213,6 +265,13 @@ impl RuntimeManager {
             return Err(SyncError::new(SyncErrorReason::RunContainerError, e.message));
         }
         tracing::info!(container_id = %id, "started container");
+        self.container_event(
+            pod,
+            name,
+            EventType::Normal,
+            "Started",
+            format!("Started container {name}"),
+        );
         self.link_legacy_log(pod, &container.name, &id, &sandbox_config.log_directory, &log_path)
             .await;
         // Hook point: the postStart hook runs here; if it fails the container

@@ -31,6 +31,7 @@ use super::sandbox_config::generate_pod_sandbox_config;
 use super::start::StartContext;
 use super::sync_result::{PodSyncResult, SyncAction, SyncError, SyncErrorReason, SyncResult};
 use crate::cri::v1;
+use crate::messages::event::EventType;
 
 /// Inputs of a sync that come from other managers.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -64,7 +65,10 @@ impl RuntimeManager {
         let actions = compute_pod_actions(pod, status, probes);
         tracing::debug!(?actions, "computed pod actions");
         if actions.create_sandbox && !actions.sandbox_id.is_empty() {
-            tracing::info!("Pod sandbox changed, it will be killed and re-created.");
+            let message = "Pod sandbox changed, it will be killed and re-created.";
+            tracing::info!(message);
+            self.events
+                .pod_event(pod, None, EventType::Normal, "SandboxChanged", message);
         }
 
         if actions.kill_pod {
@@ -184,7 +188,15 @@ impl RuntimeManager {
         result: &mut PodSyncResult,
     ) -> Option<(String, Vec<String>)> {
         let target = format_pod_of(pod);
-        let fail = |result: &mut PodSyncResult, message: String| {
+        // Upstream: the step fails with its message; the event carries the cause.
+        let fail = |result: &mut PodSyncResult, message: String, cause: String| {
+            self.events.pod_event(
+                pod,
+                None,
+                EventType::Warning,
+                "FailedCreatePodSandBox",
+                format!("Failed to create pod sandbox: {cause}"),
+            );
             let error = SyncError::new(SyncErrorReason::CreatePodSandboxError, message);
             result.add(SyncResult::failed(SyncAction::CreatePodSandbox, &target, error));
             None
@@ -195,6 +207,7 @@ impl RuntimeManager {
                 return fail(
                     result,
                     format!("Failed to generate sandbox config for pod {target:?}: {e}"),
+                    e.to_string(),
                 );
             }
         };
@@ -202,6 +215,7 @@ impl RuntimeManager {
             return fail(
                 result,
                 format!("Failed to create log directory for pod {target:?}: {e}"),
+                e.to_string(),
             );
         }
         let req = v1::RunPodSandboxRequest {
@@ -210,7 +224,13 @@ impl RuntimeManager {
         };
         let id = match self.runtime.run_pod_sandbox(req).await {
             Ok(resp) => resp.pod_sandbox_id,
-            Err(e) => return fail(result, format!("Failed to create sandbox for pod {target:?}: {e}")),
+            Err(e) => {
+                return fail(
+                    result,
+                    format!("Failed to create sandbox for pod {target:?}: {e}"),
+                    e.to_string(),
+                );
+            }
         };
         tracing::info!(sandbox_id = %id, attempt = actions.attempt, "created pod sandbox");
         result.add(SyncResult::ok(SyncAction::CreatePodSandbox, &target));
@@ -233,6 +253,9 @@ impl RuntimeManager {
             }
             Err(e) => {
                 tracing::error!(error = %e, "failed to get pod sandbox status; skipping pod");
+                let message = format!("Unable to get pod sandbox status: {e}");
+                self.events
+                    .pod_event(pod, None, EventType::Warning, "FailedPodSandBoxStatus", message);
                 result.sync_error = Some(e.to_string());
                 None
             }

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::deps::WorkerDeps;
 use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
 use crate::kuberuntime::{PodSyncResult, ProbeView, SyncAction, SyncErrorReason, SyncPodOptions};
+use crate::messages::event::EventType;
 use crate::messages::pod_work::{KillOptions, KillStatus};
 use crate::messages::status::UpdatePodStatus;
 use crate::pod_manager::pod_uid;
@@ -82,6 +83,17 @@ pub async fn refresh(deps: &WorkerDeps, pod: &Pod) -> Result<Arc<RuntimePodStatu
         }
         Err(e) => Err(format!("failed to read runtime status: {e}")),
     }
+}
+
+/// Upstream's pod worker event when the pod's runtime status cannot be read.
+fn failed_sync(deps: &WorkerDeps, pod: &Pod, error: &str) {
+    deps.runtime.events().pod_event(
+        pod,
+        None,
+        EventType::Warning,
+        "FailedSync",
+        format!("error determining status: {error}"),
+    );
 }
 
 fn name_ns(pod: &Pod) -> (String, String) {
@@ -161,6 +173,7 @@ pub async fn sync_pod(
     let status = match runtime_status(deps, pod, newer_than).await {
         Ok(s) => s,
         Err(e) => {
+            failed_sync(deps, pod, &e);
             out.error = Some(e);
             return out;
         }
@@ -240,6 +253,7 @@ pub async fn terminate_pod(
     let status = match runtime_status(deps, pod, newer_than).await {
         Ok(s) => s,
         Err(e) => {
+            failed_sync(deps, pod, &e);
             out.error = Some(e);
             return out;
         }
@@ -259,3 +273,7 @@ pub async fn terminate_pod(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "sync_tests.rs"]
+mod tests;
