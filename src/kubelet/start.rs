@@ -30,11 +30,12 @@ use crate::actors::supervisor::{
     SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
-use crate::cluster::{ApiSource, MirrorPods};
+use crate::cluster::{ApiSource, EventRecorderActor, MirrorPods};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
 };
 use crate::cri::SharedRuntime;
+use crate::events::EventRecorder;
 use crate::kuberuntime::dns::HostDns;
 use crate::kuberuntime::quantity::ParsedQuantity;
 use crate::kuberuntime::{RuntimeManager, RuntimeManagerConfig};
@@ -96,6 +97,8 @@ pub struct Kubelet {
     pub pod_config: SupervisedRecipient<SourceSnapshot>,
     /// Mirror pods seen on the API server (cluster mode; empty otherwise).
     pub mirror_pods: MirrorPods,
+    /// Records core/v1 Events (cluster mode; logs only otherwise).
+    pub events: EventRecorder,
 }
 
 impl Kubelet {
@@ -144,6 +147,10 @@ impl Kubelet {
         self.root.shutdown(deadline).await
     }
 }
+
+/// Events waiting for the event recorder (a full mailbox drops events, as
+/// upstream's broadcaster does).
+const EVENTS_MAILBOX: usize = 1000;
 
 /// Status-manager mailbox slots per allowed pod.
 const STATUS_MAILBOX_PER_POD: usize = 4;
@@ -243,8 +250,23 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         allocatable_memory: ParsedQuantity::from_units(facts.memory_bytes),
         ..RuntimeManagerConfig::default()
     };
+    // events (cluster mode): created first, so every actor can record.
+    let (events_spec, events) = match &ext.api_client {
+        Some(client) => {
+            let (client, node) = (client.clone(), config.node_name.clone());
+            let spec = ChildSpec::new("events", move || EventRecorderActor::new(client.clone(), node.clone()))
+                .mailbox_capacity(EVENTS_MAILBOX);
+            let recorder = EventRecorder::new(spec.child_ref().recipient());
+            (Some(spec), recorder)
+        }
+        None => (None, EventRecorder::disabled()),
+    };
     let clock = config.wall_clock.clone();
-    let manager = Arc::new(RuntimeManager::new(runtime.clone(), rm_config).with_wall_clock(move || clock.now()));
+    let manager = Arc::new(
+        RuntimeManager::new(runtime.clone(), rm_config)
+            .with_wall_clock(move || clock.now())
+            .with_events(events.clone()),
+    );
 
     let pods = PodManager::new();
     let statuses = StatusCache::new();
@@ -363,7 +385,11 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
 
     let mut root = SupervisorSpec::new("root")
         .strategy(Strategy::OneForOne)
-        .intensity(10, Duration::from_secs(60))
+        .intensity(10, Duration::from_secs(60));
+    if let Some(spec) = events_spec {
+        root = root.child(spec);
+    }
+    let mut root = root
         .child(runtime_health)
         .child(status_manager)
         .child(workers_sup)
@@ -453,5 +479,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         pod_config: pc_ref.recipient(),
         manifest_errors,
         mirror_pods,
+        events,
     })
 }
