@@ -119,6 +119,7 @@ impl ActletBuilder {
     ///     })
     ///     .start()
     ///     .unwrap();
+    /// assert!(tmp.path().join("root").is_dir()); // created at start
     /// # let _ = kubelet;
     /// # });
     /// ```

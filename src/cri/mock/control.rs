@@ -44,10 +44,17 @@ impl MockRuntime {
     /// Forgets every script: containers run the busybox subset again.
     ///
     /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
     /// use actlet::cri::mock::{Behaviour, MockRuntime};
+    /// use actlet::testing::{PodBuilder, TestNode};
     /// let mock = MockRuntime::new();
     /// mock.script("c", Behaviour::crash_on_start(1));
     /// mock.clear_scripts(); // containers created from now on run their command again
+    /// let node = TestNode::with_mock(mock);
+    /// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+    /// # });
     /// ```
     pub fn clear_scripts(&self) {
         self.shared.lock().scripts.clear();

@@ -268,13 +268,17 @@ impl std::fmt::Debug for MockRuntime {
 ///
 /// ```
 /// use std::time::Duration;
-/// use actlet::cri::mock::{MockImage, MockRuntime};
+/// use actlet::cri::{Runtime, mock::{MockImage, MockRuntime}};
+/// # actlet::testing::run_paused(async {
 /// let mock = MockRuntime::builder()
+///     .without_default_images()
 ///     .image(MockImage::new("nginx:1.25").entrypoint(["nginx", "-g", "daemon off;"]))
 ///     .pullable(MockImage::new("redis:7"), Duration::from_secs(3))
 ///     .request_timeout(Duration::from_secs(10))
 ///     .build();
-/// # let _ = mock;
+/// let images = mock.list_images(Default::default()).await.unwrap().images;
+/// assert_eq!(images.len(), 1); // nginx; redis only once pulled
+/// # });
 /// ```
 #[derive(Debug)]
 pub struct MockRuntimeBuilder {

@@ -90,13 +90,19 @@ pub enum OnTerm {
 /// ```
 /// use std::time::Duration;
 /// use actlet::cri::mock::{Behaviour, MockRuntime, Script};
-/// // a server that logs, takes 5 s to start answering its probe, and ignores SIGTERM
+/// use actlet::testing::{PodBuilder, TestNode};
+/// # actlet::testing::run_paused(async {
+/// // a server that logs, takes 5 s to start, and ignores SIGTERM
 /// let server = Behaviour::run_forever()
 ///     .stdout("listening on :8080")
 ///     .ignore_sigterm()
 ///     .slow("StartContainer", Duration::from_secs(5));
-/// let mock = MockRuntime::builder().script("server", Script::Always(server)).build();
-/// # let _ = mock;
+/// let node = TestNode::with_mock(MockRuntime::builder().script("server", Script::Always(server)).build());
+/// node.set_pods(vec![PodBuilder::new("web").container("server", "busybox:1.36", ["httpd", "-f"]).build()]);
+/// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+/// let log = std::fs::read_to_string(node.mock().find_container("web", "server").unwrap().status.log_path).unwrap();
+/// assert!(log.ends_with(" stdout F listening on :8080\n"));
+/// # });
 /// ```
 #[derive(Clone)]
 pub struct Behaviour {
@@ -411,7 +417,10 @@ impl Behaviour {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use actlet::cri::mock::{Behaviour, ExecResult};
+    /// use actlet::cri::mock::{Behaviour, ExecResult, MockRuntime};
+    /// # use std::time::Duration;
+    /// # use actlet::cri::{Runtime, v1::ExecSyncRequest};
+    /// # use actlet::testing::{PodBuilder, TestNode};
     /// // a readiness probe that fails until `touch /ready` was run
     /// let ready = Arc::new(AtomicBool::new(false));
     /// let behaviour = Behaviour::run_forever().exec(move |argv| match argv {
@@ -419,7 +428,16 @@ impl Behaviour {
     ///     [cmd, path] if cmd == "cat" && path == "/ready" => Some(ExecResult::exit(if ready.load(Ordering::SeqCst) { 0 } else { 1 })),
     ///     _ => None, // anything else: the busybox subset
     /// });
-    /// # let _ = behaviour;
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::with_mock(MockRuntime::builder().script("c", behaviour).build());
+    /// # node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// # node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+    /// # let id = node.mock().find_container("web", "c").unwrap().status.id;
+    /// let exec = |cmd: &str, path: &str| ExecSyncRequest { container_id: id.clone(), cmd: vec![cmd.into(), path.into()], timeout: 1 };
+    /// assert_eq!(node.mock().exec_sync(exec("cat", "/ready")).await.unwrap().exit_code, 1);
+    /// node.mock().exec_sync(exec("touch", "/ready")).await.unwrap();
+    /// assert_eq!(node.mock().exec_sync(exec("cat", "/ready")).await.unwrap().exit_code, 0);
+    /// # });
     /// ```
     pub fn exec(mut self, handler: impl Fn(&[String]) -> Option<ExecResult> + Send + Sync + 'static) -> Self {
         self.exec.push(Arc::new(handler));
