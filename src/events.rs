@@ -10,6 +10,26 @@ use crate::actors::supervisor::SupervisedRecipient;
 use crate::messages::event::{EventType, RecordEvent};
 
 /// Records events; see the [module docs](self).
+///
+/// ```
+/// use std::sync::mpsc;
+/// use actlet::actors::supervisor::SupervisedRecipient;
+/// use actlet::events::{EventRecorder, container_field_path};
+/// use actlet::messages::event::{EventType, RecordEvent};
+/// # use k8s_openapi::api::core::v1::Pod;
+/// # let pod: Pod = serde_json::from_value(serde_json::json!({
+/// #     "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+/// #     "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}
+/// # })).unwrap();
+///
+/// let (tx, rx) = mpsc::channel();
+/// let recorder = EventRecorder::new(SupervisedRecipient::from_fn(move |e: RecordEvent| { let _ = tx.send(e); }));
+/// let clone = recorder.clone(); // every actor holds its own clone
+/// clone.pod_event(&pod, container_field_path(&pod, "app"), EventType::Normal, "Started", "Started container app");
+/// let event = rx.recv().unwrap();
+/// assert_eq!(event.involved.field_path.as_deref(), Some("spec.containers{app}"));
+/// assert_eq!((event.type_, event.reason.as_str()), (EventType::Normal, "Started"));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct EventRecorder {
     sink: Option<SupervisedRecipient<RecordEvent>>,
@@ -17,6 +37,18 @@ pub struct EventRecorder {
 
 impl EventRecorder {
     /// A recorder that forwards to `sink` (the event recorder actor).
+    ///
+    /// ```
+    /// use actlet::actors::supervisor::SupervisedRecipient;
+    /// use actlet::events::{EventRecorder, node_ref};
+    /// use actlet::messages::event::{EventType, RecordEvent};
+    ///
+    /// // in cluster mode the sink is the event recorder actor; here, a closure
+    /// let recorder = EventRecorder::new(SupervisedRecipient::from_fn(|e: RecordEvent| {
+    ///     println!("{} {}: {}", e.type_.as_str(), e.reason, e.message)
+    /// }));
+    /// recorder.event(node_ref("node-a"), EventType::Normal, "NodeReady", "Node node-a status is now: NodeReady");
+    /// ```
     pub fn new(sink: impl Into<SupervisedRecipient<RecordEvent>>) -> Self {
         Self {
             sink: Some(sink.into()),
@@ -24,11 +56,34 @@ impl EventRecorder {
     }
 
     /// A recorder that only logs.
+    ///
+    /// ```
+    /// use actlet::events::{EventRecorder, node_ref};
+    /// use actlet::messages::event::EventType;
+    ///
+    /// let recorder = EventRecorder::disabled(); // also `EventRecorder::default()`
+    /// recorder.event(node_ref("node-a"), EventType::Normal, "Starting", "Starting kubelet."); // logged at debug level only
+    /// assert_eq!(format!("{recorder:?}"), "EventRecorder { sink: None }");
+    /// ```
     pub fn disabled() -> Self {
         Self::default()
     }
 
     /// Records an event about `involved`.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use actlet::actors::supervisor::SupervisedRecipient;
+    /// use actlet::events::{EventRecorder, node_ref};
+    /// use actlet::messages::event::{EventType, RecordEvent};
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let recorder = EventRecorder::new(SupervisedRecipient::from_fn(move |e: RecordEvent| { let _ = tx.send(e); }));
+    /// recorder.event(node_ref("node-a"), EventType::Warning, "NodeNotReady", "Node node-a status is now: NodeNotReady");
+    /// let event = rx.recv().unwrap();
+    /// assert_eq!(event.involved.kind.as_deref(), Some("Node"));
+    /// assert_eq!(event.message, "Node node-a status is now: NodeNotReady");
+    /// ```
     pub fn event(&self, involved: ObjectReference, type_: EventType, reason: &str, message: impl Into<String>) {
         let message = message.into();
         tracing::debug!(
@@ -52,6 +107,25 @@ impl EventRecorder {
 
     /// Records an event about `pod`, or one of its containers when
     /// `field_path` is given (`spec.containers{name}`).
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use actlet::actors::supervisor::SupervisedRecipient;
+    /// use actlet::events::EventRecorder;
+    /// use actlet::messages::event::{EventType, RecordEvent};
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # let pod: Pod = serde_json::from_value(serde_json::json!({
+    /// #     "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+    /// #     "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}
+    /// # })).unwrap();
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let recorder = EventRecorder::new(SupervisedRecipient::from_fn(move |e: RecordEvent| { let _ = tx.send(e); }));
+    /// recorder.pod_event(&pod, None, EventType::Warning, "FailedMount", "volume not found"); // about the whole pod
+    /// let event = rx.recv().unwrap();
+    /// assert_eq!(event.involved.name.as_deref(), Some("web"));
+    /// assert_eq!(event.involved.field_path, None);
+    /// ```
     pub fn pod_event(
         &self,
         pod: &Pod,
@@ -65,6 +139,18 @@ impl EventRecorder {
 }
 
 /// An [`ObjectReference`] to `pod` (and one of its containers with `field_path`).
+///
+/// ```
+/// use actlet::events::pod_ref;
+/// # use k8s_openapi::api::core::v1::Pod;
+/// let pod: Pod = serde_json::from_value(serde_json::json!({
+///     "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+///     "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}
+/// })).unwrap();
+/// let r = pod_ref(&pod, Some("spec.containers{app}".into()));
+/// assert_eq!((r.kind.as_deref(), r.api_version.as_deref()), (Some("Pod"), Some("v1")));
+/// assert_eq!((r.namespace.as_deref(), r.uid.as_deref()), (Some("default"), Some("u1")));
+/// ```
 pub fn pod_ref(pod: &Pod, field_path: Option<String>) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
@@ -78,6 +164,13 @@ pub fn pod_ref(pod: &Pod, field_path: Option<String>) -> ObjectReference {
 }
 
 /// An [`ObjectReference`] to the node (upstream uses the node name as UID).
+///
+/// ```
+/// let r = actlet::events::node_ref("node-a");
+/// assert_eq!(r.kind.as_deref(), Some("Node"));
+/// assert_eq!(r.uid.as_deref(), Some("node-a")); // upstream uses the name as UID
+/// assert_eq!(r.namespace, None);
+/// ```
 pub fn node_ref(node_name: &str) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
@@ -89,6 +182,18 @@ pub fn node_ref(node_name: &str) -> ObjectReference {
 }
 
 /// The field path of a container, as events and `kubectl describe` show it.
+///
+/// ```
+/// use actlet::events::container_field_path;
+/// use k8s_openapi::api::core::v1::Pod;
+/// let pod: Pod = serde_json::from_value(serde_json::json!({
+///     "metadata": {"name": "web"},
+///     "spec": {"containers": [{"name": "app", "image": "busybox"}], "initContainers": [{"name": "setup", "image": "busybox"}]}
+/// })).unwrap();
+/// assert_eq!(container_field_path(&pod, "app").as_deref(), Some("spec.containers{app}"));
+/// assert_eq!(container_field_path(&pod, "setup").as_deref(), Some("spec.initContainers{setup}"));
+/// assert_eq!(container_field_path(&pod, "nope"), None);
+/// ```
 pub fn container_field_path(pod: &Pod, container: &str) -> Option<String> {
     let spec = pod.spec.as_ref()?;
     if spec.containers.iter().any(|c| c.name == container) {

@@ -28,6 +28,25 @@ use crate::actors::supervisor::SupervisedRecipient;
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
 
 /// The pods the API server binds to this node, as the watcher reports them.
+///
+/// ```
+/// # use k8s_openapi::api::core::v1::Pod;
+/// # let pod = |name: &str, rv: &str, mirror: bool| -> Pod {
+/// #     let mut v = serde_json::json!({"metadata": {"name": name, "namespace": "default", "uid": name, "resourceVersion": rv}});
+/// #     if mirror { v["metadata"]["annotations"] = serde_json::json!({"kubernetes.io/config.mirror": "h"}); }
+/// #     serde_json::from_value(v).unwrap()
+/// # };
+/// use actlet::cluster::api_source::ApiPodSet;
+/// use kube::runtime::watcher::Event;
+/// let mut set = ApiPodSet::default();
+/// // a list: nothing is published until it is complete
+/// assert!(!set.apply(Event::Init));
+/// assert!(!set.apply(Event::InitApply(pod("web", "1", false))));
+/// assert!(!set.apply(Event::InitApply(pod("web-node-a", "2", true))));
+/// assert!(set.apply(Event::InitDone));
+/// let (run, mirrors) = set.split();
+/// assert_eq!((run.len(), mirrors.len()), (1, 1));
+/// ```
 #[derive(Debug, Default)]
 pub struct ApiPodSet {
     pods: BTreeMap<String, Arc<Pod>>,
@@ -48,6 +67,25 @@ fn key(pod: &Pod) -> String {
 impl ApiPodSet {
     /// Applies one watcher event; true when the set changed in a way worth
     /// publishing (a completed list always is: it makes the source ready).
+    ///
+    /// ```
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # let pod = |name: &str, rv: &str, mirror: bool| -> Pod {
+    /// #     let mut v = serde_json::json!({"metadata": {"name": name, "namespace": "default", "uid": name, "resourceVersion": rv}});
+    /// #     if mirror { v["metadata"]["annotations"] = serde_json::json!({"kubernetes.io/config.mirror": "h"}); }
+    /// #     serde_json::from_value(v).unwrap()
+    /// # };
+    /// use actlet::cluster::api_source::ApiPodSet;
+    /// use kube::runtime::watcher::Event;
+    /// let mut set = ApiPodSet::default();
+    /// set.apply(Event::Init);
+    /// set.apply(Event::InitDone); // an empty list
+    /// assert!(set.apply(Event::Apply(pod("web", "5", false)))); // added
+    /// assert!(!set.apply(Event::Apply(pod("web", "5", false)))); // the same version again: nothing new
+    /// assert!(set.apply(Event::Apply(pod("web", "6", false)))); // updated
+    /// assert!(set.apply(Event::Delete(pod("web", "7", false))));
+    /// assert!(set.split().0.is_empty());
+    /// ```
     pub fn apply(&mut self, event: Event<Pod>) -> bool {
         match event {
             Event::Init => {
@@ -79,17 +117,63 @@ impl ApiPodSet {
     }
 
     /// Whether a complete list has been seen.
+    ///
+    /// ```
+    /// use actlet::cluster::api_source::ApiPodSet;
+    /// use kube::runtime::watcher::Event;
+    /// let mut set = ApiPodSet::default();
+    /// set.apply(Event::Init);
+    /// assert!(!set.listed());
+    /// set.apply(Event::InitDone);
+    /// assert!(set.listed()); // the source is ready
+    /// ```
     pub fn listed(&self) -> bool {
         self.listed
     }
 
     /// Pods to run (mirror pods excluded) and mirror pods.
+    ///
+    /// ```
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # let pod = |name: &str, rv: &str, mirror: bool| -> Pod {
+    /// #     let mut v = serde_json::json!({"metadata": {"name": name, "namespace": "default", "uid": name, "resourceVersion": rv}});
+    /// #     if mirror { v["metadata"]["annotations"] = serde_json::json!({"kubernetes.io/config.mirror": "h"}); }
+    /// #     serde_json::from_value(v).unwrap()
+    /// # };
+    /// use actlet::cluster::api_source::ApiPodSet;
+    /// use kube::runtime::watcher::Event;
+    /// let mut set = ApiPodSet::default();
+    /// for e in [Event::Init, Event::InitApply(pod("web", "1", false)), Event::InitApply(pod("web-node-a", "2", true)), Event::InitDone] {
+    ///     set.apply(e);
+    /// }
+    /// let (run, mirrors) = set.split();
+    /// assert_eq!(run[0].metadata.name.as_deref(), Some("web"));
+    /// assert_eq!(mirrors[0].metadata.name.as_deref(), Some("web-node-a")); // never run
+    /// ```
     pub fn split(&self) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
         self.pods.values().cloned().partition(|p| !is_mirror_pod(p))
     }
 }
 
 /// The API source actor. See the [module docs](self).
+///
+/// ```
+/// use actlet::actors::supervisor::{ChildSpec, SupervisedRecipient};
+/// use actlet::cluster::{ApiSource, MirrorPods};
+/// use actlet::messages::pod_update::SourceSnapshot;
+///
+/// /// The supervised child spec of the API source, as the kubelet builds it.
+/// fn api_source(client: kube::Client, out: SupervisedRecipient<SourceSnapshot>, mirrors: MirrorPods) -> ChildSpec<ApiSource> {
+///     ChildSpec::new("api-source", move || ApiSource::new(client.clone(), "node-a".into(), out.clone(), mirrors.clone()))
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let config = kube::Config::new("http://127.0.0.1:8080".parse().unwrap());
+/// let client = actlet::cluster::client_from_config(config, Default::default()).unwrap();
+/// let spec = api_source(client, SupervisedRecipient::from_fn(|_: SourceSnapshot| {}), MirrorPods::new());
+/// assert!(format!("{spec:?}").contains("\"api-source\"")); // nothing runs until a supervisor starts it
+/// # });
+/// ```
 pub struct ApiSource {
     client: Client,
     node_name: String,
@@ -100,6 +184,19 @@ pub struct ApiSource {
 
 impl ApiSource {
     /// Watches the pods of `node_name` and sends snapshots to `out`.
+    ///
+    /// ```
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// use actix::Actor;
+    /// use actlet::actors::supervisor::SupervisedRecipient;
+    /// use actlet::cluster::{ApiSource, MirrorPods, Qps, client_from_kubeconfig};
+    ///
+    /// let client = client_from_kubeconfig("/var/lib/kubelet/kubeconfig".as_ref(), Qps::default()).await?;
+    /// let out = SupervisedRecipient::from_fn(|s: actlet::messages::pod_update::SourceSnapshot| println!("{} pods", s.pods.len()));
+    /// let mirrors = MirrorPods::new(); // filled with the mirror pods it sees
+    /// ApiSource::new(client, "node-a".into(), out, mirrors.clone()).start();
+    /// # Ok(()) }
+    /// ```
     pub fn new(
         client: Client,
         node_name: String,

@@ -10,6 +10,15 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use super::rate_limit::{Qps, RateLimitLayer};
 
 /// The API client could not be built.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use actlet::cluster::{ClientError, Qps, client_from_kubeconfig};
+/// let err = client_from_kubeconfig("/nonexistent/kubeconfig".as_ref(), Qps::default()).await.err().unwrap();
+/// assert!(matches!(err, ClientError::Read { .. }));
+/// assert!(err.to_string().starts_with("cannot read kubeconfig /nonexistent/kubeconfig"));
+/// # });
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The kubeconfig file is unreadable or not a kubeconfig.
@@ -43,6 +52,24 @@ pub enum ClientError {
 
 /// Builds a client from `kubeconfig` (its current context), limited to `qps`.
 /// Must be called inside a tokio runtime. Nothing is sent yet.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use actlet::cluster::{Qps, client_from_kubeconfig};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("kubeconfig");
+/// std::fs::write(&path, r#"
+/// apiVersion: v1
+/// kind: Config
+/// clusters: [{name: c, cluster: {server: "https://10.0.0.10:6443", insecure-skip-tls-verify: true}}]
+/// users: [{name: node, user: {token: "secret"}}]
+/// contexts: [{name: node@c, context: {cluster: c, user: node, namespace: kube-system}}]
+/// current-context: node@c
+/// "#).unwrap();
+/// let client = client_from_kubeconfig(&path, Qps { qps: 5, burst: 10 }).await.unwrap();
+/// assert_eq!(client.default_namespace(), "kube-system"); // nothing was sent yet
+/// # });
+/// ```
 pub async fn client_from_kubeconfig(kubeconfig: &Path, qps: Qps) -> Result<Client, ClientError> {
     let path = kubeconfig.to_path_buf();
     let kc = Kubeconfig::read_from(kubeconfig).map_err(|source| ClientError::Read {
@@ -59,6 +86,28 @@ pub async fn client_from_kubeconfig(kubeconfig: &Path, qps: Qps) -> Result<Clien
 }
 
 /// Builds a rate-limited client from a kube [`Config`](kube::Config).
+///
+/// ```
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// use actlet::cluster::{Qps, client_from_config};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// // a one-shot "API server" that answers `ok` and shows what it received
+/// let server = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+/// let url = format!("http://{}", server.local_addr().unwrap());
+/// let received = tokio::spawn(async move {
+///     let (mut conn, _) = server.accept().await.unwrap();
+///     let mut buf = vec![0; 4096];
+///     let n = conn.read(&mut buf).await.unwrap();
+///     conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await.unwrap();
+///     String::from_utf8_lossy(&buf[..n]).to_lowercase()
+/// });
+/// let client = client_from_config(kube::Config::new(url.parse().unwrap()), Qps::default()).unwrap();
+/// let body = client.request_text(http::Request::get("/healthz").body(Vec::new()).unwrap()).await.unwrap();
+/// assert_eq!(body, "ok");
+/// assert!(received.await.unwrap().contains("user-agent: actlet/v"));
+/// # });
+/// ```
 pub fn client_from_config(mut config: kube::Config, qps: Qps) -> Result<Client, kube::Error> {
     // The kubelet's user agent, so audit logs and `kubectl get --show-managed-fields` name it.
     config.headers.push((

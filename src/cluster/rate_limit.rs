@@ -10,6 +10,11 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tower::{Layer, Service};
 
 /// Requests per second and burst, as the upstream flags give them.
+///
+/// ```
+/// use actlet::cluster::Qps;
+/// assert_eq!(Qps::default(), Qps { qps: 50, burst: 100 }); // upstream's defaults
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Qps {
     /// Sustained requests per second (`--kube-api-qps`, default 50).
@@ -25,6 +30,24 @@ impl Default for Qps {
 }
 
 /// A [`Layer`] that makes every request wait for a token first.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use actlet::cluster::Qps;
+/// use actlet::cluster::rate_limit::RateLimitLayer;
+/// use tower::{Layer, Service};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let inner = tower::service_fn(|n: u32| async move { Ok::<_, std::convert::Infallible>(n) });
+/// let mut svc = RateLimitLayer::new(Qps { qps: 10, burst: 10 }).layer(inner);
+/// let start = Instant::now();
+/// for n in 0..11 {
+///     assert_eq!(svc.call(n).await.unwrap(), n);
+/// }
+/// // ten requests pass at once (the burst); the eleventh waits for a token (1/10 s)
+/// assert!(start.elapsed() >= Duration::from_millis(80));
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 pub struct RateLimitLayer {
     limiter: Arc<DefaultDirectRateLimiter>,
@@ -32,6 +55,19 @@ pub struct RateLimitLayer {
 
 impl RateLimitLayer {
     /// A bucket of `burst` tokens refilled at `qps` per second (zero means 1).
+    ///
+    /// ```
+    /// use actlet::cluster::{Qps, rate_limit::RateLimitLayer};
+    /// use kube::client::ClientBuilder;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// // what `client_from_config` does: the layer in front of kube's HTTP stack
+    /// let config = kube::Config::new("http://127.0.0.1:8080".parse().unwrap());
+    /// let layer = RateLimitLayer::new(Qps { qps: 5, burst: 10 });
+    /// let client: kube::Client = ClientBuilder::try_from(config).unwrap().with_layer(&layer).build();
+    /// assert_eq!(client.default_namespace(), "default");
+    /// # });
+    /// ```
     pub fn new(q: Qps) -> Self {
         let qps = NonZeroU32::new(q.qps).unwrap_or(NonZeroU32::MIN);
         let burst = NonZeroU32::new(q.burst.max(q.qps)).unwrap_or(NonZeroU32::MIN);
@@ -53,6 +89,17 @@ impl<S> Layer<S> for RateLimitLayer {
 }
 
 /// The service [`RateLimitLayer`] builds.
+///
+/// ```
+/// use actlet::cluster::{Qps, rate_limit::{RateLimitLayer, RateLimited}};
+/// use tower::{Layer, Service};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let echo = tower::service_fn(|s: &'static str| async move { Ok::<_, std::convert::Infallible>(s.len()) });
+/// let mut svc: RateLimited<_> = RateLimitLayer::new(Qps::default()).layer(echo);
+/// assert_eq!(svc.call("pods").await.unwrap(), 4); // within the burst: no wait
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 pub struct RateLimited<S> {
     inner: S,

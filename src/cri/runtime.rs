@@ -63,6 +63,34 @@ pub(crate) use cri_calls;
 ///   up, and answers `DEADLINE_EXCEEDED`). Callers must not cancel a mutation
 ///   by dropping its future: they await it, then reconcile from a relist.
 /// - **Concurrency**: calls may be made concurrently from many tasks.
+///
+/// ```
+/// use actlet::cri::Runtime;
+/// use actlet::cri::mock::MockRuntime;
+/// use actlet::cri::v1::{StatusRequest, VersionRequest};
+///
+/// /// Code written against the trait works with any runtime.
+/// async fn describe(rt: &dyn Runtime) -> String {
+///     match rt.version(VersionRequest::default()).await {
+///         Ok(v) => format!("{} {}", v.runtime_name, v.runtime_version),
+///         Err(e) if e.is_unavailable() => "runtime down".to_string(),
+///         Err(e) => e.to_string(),
+///     }
+/// }
+///
+/// actlet::testing::run_paused(async {
+///     let mock = MockRuntime::new();
+///     assert!(describe(&mock).await.starts_with("actlet-mock "));
+///     let status = mock.status(StatusRequest::default()).await.unwrap();
+///     assert!(status.status.unwrap().conditions.iter().all(|c| c.status)); // RuntimeReady, NetworkReady
+///     mock.set_down(true);
+///     assert_eq!(describe(&mock).await, "runtime down");
+/// });
+/// ```
+///
+/// To write your own runtime, implement every method (see
+/// `examples/own_runtime/`); to wrap one, see `actlet::testing::HookedRuntime`
+/// (feature `testing`).
 #[async_trait::async_trait]
 pub trait Runtime: Send + Sync + 'static {
     /// `Version`: runtime name and version.
@@ -117,6 +145,20 @@ pub trait Runtime: Send + Sync + 'static {
 }
 
 /// A shared, type-erased runtime, as actors hold it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::cri::{Runtime, SharedRuntime};
+/// use actlet::cri::mock::MockRuntime;
+/// use actlet::cri::v1::ListPodSandboxRequest;
+///
+/// actlet::testing::run_paused(async {
+///     let runtime: SharedRuntime = Arc::new(MockRuntime::new());
+///     let for_an_actor = runtime.clone(); // cheap: one runtime, many holders
+///     let sandboxes = for_an_actor.list_pod_sandbox(ListPodSandboxRequest::default()).await.unwrap();
+///     assert!(sandboxes.items.is_empty());
+/// });
+/// ```
 pub type SharedRuntime = Arc<dyn Runtime>;
 
 macro_rules! forward_impl {

@@ -14,6 +14,12 @@ use crate::config::pod_defaults::apply_api_defaults;
 use crate::messages::pod_update::{ManifestError, PodSource as SourceName, SourceSnapshot};
 
 /// A source failed to produce its pods this time.
+///
+/// ```
+/// use actlet::SourceError;
+/// let err = SourceError(format!("GET {}: connection refused", "http://config/pods"));
+/// assert_eq!(err.to_string(), "GET http://config/pods: connection refused");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct SourceError(pub String);
@@ -34,6 +40,31 @@ pub struct SourceError(pub String);
 ///   kept as given).
 /// - Timeouts: a `next` that never returns only stalls this source; panics
 ///   are contained: the supervisor rebuilds the source from its factory.
+///
+/// ```
+/// use actlet::{PodSource, SourceError};
+/// use actlet::testing::PodBuilder;
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// /// Pods from a channel: every message is a complete snapshot.
+/// struct FromChannel(tokio::sync::mpsc::Receiver<Vec<Pod>>);
+///
+/// #[async_trait::async_trait]
+/// impl PodSource for FromChannel {
+///     async fn next(&mut self) -> Result<Vec<Pod>, SourceError> {
+///         self.0.recv().await.ok_or_else(|| SourceError("the sender is gone".into()))
+///     }
+/// }
+///
+/// # actlet::testing::run_paused(async {
+/// let (tx, rx) = tokio::sync::mpsc::channel(1);
+/// let mut source = FromChannel(rx);
+/// tx.send(vec![PodBuilder::new("web").build()]).await.unwrap();
+/// assert_eq!(source.next().await.unwrap().len(), 1);
+/// drop(tx);
+/// assert!(source.next().await.is_err());
+/// # });
+/// ```
 #[async_trait::async_trait]
 pub trait PodSource: Send + 'static {
     /// The next complete snapshot of pods.
@@ -41,6 +72,22 @@ pub trait PodSource: Send + 'static {
 }
 
 /// Makes `pod` ready to run like a static pod of source `source` on `node`.
+///
+/// ```
+/// use actlet::embed::default_source_pod;
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let pod: Pod = serde_json::from_value(serde_json::json!({
+///     "metadata": {"name": "web"},
+///     "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}
+/// })).unwrap();
+/// let pod = default_source_pod(pod, "mine", "node-a");
+/// assert_eq!(pod.metadata.namespace.as_deref(), Some("default"));
+/// assert!(pod.metadata.uid.is_some()); // stable: the same pod gets the same UID
+/// let annotations = pod.metadata.annotations.unwrap_or_default();
+/// assert_eq!(annotations["kubernetes.io/config.source"], "mine");
+/// assert_eq!(pod.spec.unwrap().node_name.as_deref(), Some("node-a"));
+/// ```
 pub fn default_source_pod(mut pod: Pod, source: &str, node: &str) -> Pod {
     apply_api_defaults(&mut pod);
     if pod.metadata.namespace.as_deref().is_none_or(str::is_empty) {
@@ -66,6 +113,36 @@ pub fn default_source_pod(mut pod: Pod, source: &str, node: &str) -> Pod {
 }
 
 /// Runs a [`PodSource`] as a supervised child: every snapshot goes to PodConfig.
+///
+/// ```
+/// use actix::Actor;
+/// use actlet::actors::supervisor::SupervisedRecipient;
+/// use actlet::embed::{PodSource, SourceError, SourceRunner};
+/// use actlet::messages::pod_update::PodSource as SourceName;
+/// use actlet::testing::PodBuilder;
+/// # use k8s_openapi::api::core::v1::Pod;
+///
+/// struct Once(bool);
+///
+/// #[async_trait::async_trait]
+/// impl PodSource for Once {
+///     async fn next(&mut self) -> Result<Vec<Pod>, SourceError> {
+///         if std::mem::replace(&mut self.0, true) {
+///             std::future::pending::<()>().await;
+///         }
+///         Ok(vec![PodBuilder::new("web").build()])
+///     }
+/// }
+///
+/// actlet::testing::run_paused(async {
+///     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+///     let out = SupervisedRecipient::from_fn(move |s| { let _ = tx.send(s); });
+///     SourceRunner::new("mine".into(), "node-a".into(), Once(false), out).start();
+///     let snapshot = rx.recv().await.unwrap();
+///     assert_eq!(snapshot.source, SourceName::Custom("mine".into()));
+///     assert_eq!(snapshot.pods[0].metadata.name.as_deref(), Some("web"));
+/// });
+/// ```
 pub struct SourceRunner<S: PodSource> {
     name: String,
     node: String,
@@ -75,6 +152,31 @@ pub struct SourceRunner<S: PodSource> {
 
 impl<S: PodSource> SourceRunner<S> {
     /// Runs `source` (named `name`) for `node`, sending to `out`.
+    ///
+    /// ```
+    /// # use actix::Actor;
+    /// # use actlet::embed::{PodSource, SourceError, SourceRunner};
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// /// A source whose `next` fails every time.
+    /// struct Broken;
+    ///
+    /// #[async_trait::async_trait]
+    /// impl PodSource for Broken {
+    ///     async fn next(&mut self) -> Result<Vec<Pod>, SourceError> {
+    ///         Err(SourceError("manifest server is down".into()))
+    ///     }
+    /// }
+    ///
+    /// # actlet::testing::run_paused(async {
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let out = actlet::actors::supervisor::SupervisedRecipient::from_fn(move |s| { let _ = tx.send(s); });
+    /// SourceRunner::new("mine".into(), "node-a".into(), Broken, out).start();
+    /// // an error keeps the previous pods (none yet) and is reported as a manifest error
+    /// let snapshot = rx.recv().await.unwrap();
+    /// assert!(snapshot.pods.is_empty());
+    /// assert_eq!(snapshot.errors[0].reason, "manifest server is down");
+    /// # });
+    /// ```
     pub fn new(name: String, node: String, source: S, out: SupervisedRecipient<SourceSnapshot>) -> Self {
         Self {
             name,

@@ -13,11 +13,32 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// moves exactly as far as the virtual clock does, so a container that exits
 /// "after 30 s" has `finished_at - started_at == 30 s` even though the test
 /// took microseconds.
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::cri::mock::{Clock, MockRuntime};
+/// # actlet::testing::run_paused(async {
+/// let mock = MockRuntime::builder().clock(Clock::tokio()).build(); // the default
+/// let t0 = mock.clock().now();
+/// tokio::time::sleep(Duration::from_secs(90)).await; // virtual: returns at once
+/// assert_eq!(mock.clock().now().duration_since(t0).unwrap(), Duration::from_secs(90));
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct Clock(Arc<dyn Fn() -> SystemTime + Send + Sync>);
 
 impl Clock {
     /// System time at creation plus the tokio time elapsed since (the default).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// let clock = actlet::cri::mock::Clock::tokio();
+    /// let t0 = clock.now();
+    /// tokio::time::advance(Duration::from_secs(5)).await;
+    /// assert_eq!(clock.now().duration_since(t0).unwrap(), Duration::from_secs(5));
+    /// # });
+    /// ```
     pub fn tokio() -> Self {
         let base = SystemTime::now();
         let start = tokio::time::Instant::now();
@@ -25,21 +46,47 @@ impl Clock {
     }
 
     /// The real system clock, ignoring tokio's virtual time.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// let clock = actlet::cri::mock::Clock::system();
+    /// let now = clock.now();
+    /// let diff = now.duration_since(SystemTime::now()).unwrap_or_else(|e| e.duration());
+    /// assert!(diff < Duration::from_secs(60)); // the real time, whatever tokio does
+    /// ```
     pub fn system() -> Self {
         Self(Arc::new(SystemTime::now))
     }
 
     /// Any time source, e.g. a fixed instant for golden tests.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// let clock = actlet::cri::mock::Clock::from_fn(|| UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    /// assert_eq!(clock.now_nanos(), 1_700_000_000_000_000_000);
+    /// ```
     pub fn from_fn(f: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
         Self(Arc::new(f))
     }
 
     /// The current time.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// let clock = actlet::cri::mock::Clock::from_fn(|| UNIX_EPOCH + Duration::from_secs(60));
+    /// assert_eq!(clock.now(), UNIX_EPOCH + Duration::from_secs(60));
+    /// ```
     pub fn now(&self) -> SystemTime {
         (self.0)()
     }
 
     /// The current time in nanoseconds since the Unix epoch (the CRI's unit).
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// let clock = actlet::cri::mock::Clock::from_fn(|| UNIX_EPOCH + Duration::from_millis(1500));
+    /// assert_eq!(clock.now_nanos(), 1_500_000_000); // like the CRI's `created_at`
+    /// ```
     pub fn now_nanos(&self) -> i64 {
         unix_nanos(self.now())
     }

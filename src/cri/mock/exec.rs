@@ -9,6 +9,24 @@ use super::busybox;
 use crate::cri::{CriError, CriResult, v1};
 
 /// What an `ExecSync` command produces.
+///
+/// ```
+/// # use std::time::Duration;
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::{Runtime, v1::ExecSyncRequest};
+/// use actlet::cri::mock::{Behaviour, ExecResult, MockRuntime};
+/// use actlet::testing::{PodBuilder, TestNode};
+/// let probe = ExecResult::exit(1).with_stderr("not ready");
+/// let node = TestNode::with_mock(MockRuntime::builder().script("c", Behaviour::run_forever().exec_reply(&["probe"], probe)).build());
+/// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+/// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+/// let container_id = node.mock().find_container("web", "c").unwrap().status.id;
+/// let start = tokio::time::Instant::now();
+/// let reply = node.mock().exec_sync(ExecSyncRequest { container_id, cmd: vec!["probe".into()], timeout: 5 }).await;
+/// let reply = reply.unwrap();
+/// assert_eq!((reply.exit_code, reply.stderr.as_slice()), (1, b"not ready".as_slice()));
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecResult {
     /// The command's exit code.
@@ -24,6 +42,12 @@ pub struct ExecResult {
 
 impl ExecResult {
     /// Exit code `code`, no output, instant.
+    ///
+    /// ```
+    /// use actlet::cri::mock::ExecResult;
+    /// let r = ExecResult::exit(3);
+    /// assert_eq!((r.exit_code, r.stdout.len(), r.delay), (3, 0, Some(std::time::Duration::ZERO)));
+    /// ```
     pub fn exit(code: i32) -> Self {
         Self {
             exit_code: code,
@@ -34,29 +58,80 @@ impl ExecResult {
     }
 
     /// Exit code 0 with `stdout`.
+    ///
+    /// ```
+    /// let r = actlet::cri::mock::ExecResult::ok("healthy\n");
+    /// assert_eq!((r.exit_code, r.stdout.as_slice()), (0, b"healthy\n".as_slice()));
+    /// ```
     pub fn ok(stdout: impl Into<Vec<u8>>) -> Self {
         Self::exit(0).with_stdout(stdout)
     }
 
     /// Sets stdout.
+    ///
+    /// ```
+    /// let r = actlet::cri::mock::ExecResult::exit(2).with_stdout("partial");
+    /// assert_eq!(r.stdout, b"partial");
+    /// ```
     pub fn with_stdout(mut self, stdout: impl Into<Vec<u8>>) -> Self {
         self.stdout = stdout.into();
         self
     }
 
     /// Sets stderr.
+    ///
+    /// ```
+    /// let r = actlet::cri::mock::ExecResult::exit(1).with_stderr("cat: /ready: No such file or directory");
+    /// assert!(r.stderr.starts_with(b"cat:"));
+    /// ```
     pub fn with_stderr(mut self, stderr: impl Into<Vec<u8>>) -> Self {
         self.stderr = stderr.into();
         self
     }
 
     /// The command takes `delay` to finish.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::cri::{Runtime, v1::ExecSyncRequest};
+    /// use actlet::cri::mock::{Behaviour, ExecResult, MockRuntime};
+    /// use actlet::testing::{PodBuilder, TestNode};
+    /// let probe = ExecResult::ok("slow").with_delay(Duration::from_secs(2));
+    /// let node = TestNode::with_mock(MockRuntime::builder().script("c", Behaviour::run_forever().exec_reply(&["probe"], probe)).build());
+    /// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+    /// let container_id = node.mock().find_container("web", "c").unwrap().status.id;
+    /// let start = tokio::time::Instant::now();
+    /// let reply = node.mock().exec_sync(ExecSyncRequest { container_id, cmd: vec!["probe".into()], timeout: 5 }).await;
+    /// assert_eq!(reply.unwrap().stdout, b"slow");
+    /// assert_eq!(start.elapsed(), Duration::from_secs(2)); // within the 5 s timeout
+    /// # });
+    /// ```
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
         self
     }
 
     /// The command never finishes (a hung probe).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::cri::{Runtime, v1::ExecSyncRequest};
+    /// use actlet::cri::mock::{Behaviour, ExecResult, MockRuntime};
+    /// use actlet::testing::{PodBuilder, TestNode};
+    /// let probe = ExecResult::hanging();
+    /// let node = TestNode::with_mock(MockRuntime::builder().script("c", Behaviour::run_forever().exec_reply(&["probe"], probe)).build());
+    /// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+    /// let container_id = node.mock().find_container("web", "c").unwrap().status.id;
+    /// let start = tokio::time::Instant::now();
+    /// let reply = node.mock().exec_sync(ExecSyncRequest { container_id, cmd: vec!["probe".into()], timeout: 5 }).await;
+    /// assert!(reply.unwrap_err().is_deadline_exceeded()); // ended by the request's timeout
+    /// assert_eq!(start.elapsed(), Duration::from_secs(5));
+    /// # });
+    /// ```
     pub fn hanging() -> Self {
         Self {
             delay: None,
@@ -67,6 +142,14 @@ impl ExecResult {
 
 /// A scripted exec reply: gets the command line, returns its result, or
 /// `None` to fall back to the next handler (and finally to busybox).
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::cri::mock::{ExecHandler, ExecResult};
+/// let handler: ExecHandler = Arc::new(|argv| (argv.first().map(String::as_str) == Some("probe")).then(|| ExecResult::exit(0)));
+/// assert_eq!(handler(&["probe".to_string()]), Some(ExecResult::exit(0)));
+/// assert_eq!(handler(&["echo".to_string()]), None); // falls through
+/// ```
 pub type ExecHandler = Arc<dyn Fn(&[String]) -> Option<ExecResult> + Send + Sync>;
 
 /// Runs `cmd` with `handlers` (first answer wins) or the busybox subset,

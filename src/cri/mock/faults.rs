@@ -17,6 +17,15 @@ macro_rules! method_names {
     (runtime { $(($name:ident, $grpc:literal, $req:ident, $resp:ident)),* $(,)? }
      image { $(($iname:ident, $igrpc:literal, $ireq:ident, $iresp:ident)),* $(,)? }) => {
         /// The gRPC name of every CRI method the mock serves.
+        ///
+        /// ```
+        /// use actlet::cri::mock::{CRI_METHODS, Fault, MockRuntime};
+        /// let mock = MockRuntime::new();
+        /// for method in CRI_METHODS {
+        ///     mock.inject(method, Fault::error(tonic::Code::Unavailable, "maintenance")); // every call fails
+        /// }
+        /// assert!(CRI_METHODS.contains(&"ExecSync") && CRI_METHODS.len() == 23);
+        /// ```
         pub const CRI_METHODS: &[&str] = &[$($grpc,)* $($igrpc,)*];
     };
 }
@@ -28,6 +37,15 @@ pub fn cri_method(name: &str) -> Option<&'static str> {
 }
 
 /// What a fault does to a call.
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::cri::mock::{Fault, FaultKind};
+/// assert_eq!(Fault::hang_for(Duration::from_secs(3)).kind, FaultKind::Hang(Some(Duration::from_secs(3))));
+/// assert_eq!(Fault::hang().kind, FaultKind::Hang(None));
+/// let by_hand = Fault { kind: FaultKind::Latency(Duration::from_millis(200)), remaining: Some(1) };
+/// assert_eq!(by_hand, Fault::latency(Duration::from_millis(200)).times(1));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultKind {
     /// Fail at once with this gRPC code and message.
@@ -47,6 +65,18 @@ pub enum FaultKind {
 }
 
 /// A fault for one method: what it does and for how many calls.
+///
+/// ```
+/// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+/// # actlet::testing::run_paused(async {
+/// let mock = MockRuntime::new();
+/// // queued per method: two errors, then normal answers
+/// mock.inject("Version", Fault::error(tonic::Code::Unavailable, "restarting").times(2));
+/// assert!(mock.version(Default::default()).await.is_err());
+/// assert!(mock.version(Default::default()).await.is_err());
+/// assert!(mock.version(Default::default()).await.is_ok());
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fault {
     /// What happens to an affected call.
@@ -57,6 +87,16 @@ pub struct Fault {
 
 impl Fault {
     /// Every call fails with `code` and `message`.
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().fault("ListContainers", Fault::error(tonic::Code::ResourceExhausted, "too many requests")).build();
+    /// let err = mock.list_containers(Default::default()).await.unwrap_err();
+    /// assert_eq!(err.to_status().code(), tonic::Code::ResourceExhausted);
+    /// assert!(mock.list_containers(Default::default()).await.is_err()); // every call, until cleared
+    /// # });
+    /// ```
     pub fn error(code: Code, message: impl Into<String>) -> Self {
         Self::always(FaultKind::Error {
             code,
@@ -65,26 +105,80 @@ impl Fault {
     }
 
     /// Every call is answered `delay` later than it would be.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().fault("Status", Fault::latency(Duration::from_secs(3))).build();
+    /// let start = tokio::time::Instant::now();
+    /// assert!(mock.status(Default::default()).await.is_ok()); // slow, but answered
+    /// assert_eq!(start.elapsed(), Duration::from_secs(3));
+    /// # });
+    /// ```
     pub fn latency(delay: Duration) -> Self {
         Self::always(FaultKind::Latency(delay))
     }
 
     /// Every call hangs until the mock's request timeout, then `DEADLINE_EXCEEDED`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().request_timeout(Duration::from_secs(10)).fault("ListPodSandbox", Fault::hang()).build();
+    /// let start = tokio::time::Instant::now();
+    /// assert!(mock.list_pod_sandbox(Default::default()).await.unwrap_err().is_deadline_exceeded());
+    /// assert_eq!(start.elapsed(), Duration::from_secs(10)); // the mock's request timeout
+    /// # });
+    /// ```
     pub fn hang() -> Self {
         Self::always(FaultKind::Hang(None))
     }
 
     /// Every call hangs for `deadline`, then `DEADLINE_EXCEEDED`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().fault("Version", Fault::hang_for(Duration::from_secs(2)).times(1)).build();
+    /// let start = tokio::time::Instant::now();
+    /// assert!(mock.version(Default::default()).await.unwrap_err().is_deadline_exceeded());
+    /// assert_eq!(start.elapsed(), Duration::from_secs(2));
+    /// # });
+    /// ```
     pub fn hang_for(deadline: Duration) -> Self {
         Self::always(FaultKind::Hang(Some(deadline)))
     }
 
     /// Every call hangs forever.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::{Runtime, mock::{CallOutcome, Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().fault("Version", Fault::hang_forever()).build();
+    /// let call = tokio::time::timeout(Duration::from_secs(600), mock.version(Default::default()));
+    /// assert!(call.await.is_err()); // only the caller's own deadline ends it
+    /// assert_eq!(mock.calls_to("Version")[0].outcome, CallOutcome::InFlight);
+    /// # });
+    /// ```
     pub fn hang_forever() -> Self {
         Self::always(FaultKind::HangForever)
     }
 
     /// Limits the fault to the next `n` calls.
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::new();
+    /// mock.inject("Version", Fault::error(tonic::Code::Internal, "boom").times(1));
+    /// assert!(mock.version(Default::default()).await.is_err());
+    /// assert!(mock.version(Default::default()).await.is_ok());
+    /// # });
+    /// ```
     pub fn times(mut self, n: u32) -> Self {
         self.remaining = Some(n);
         self

@@ -15,6 +15,14 @@ use std::time::Duration;
 use crate::cri::v1;
 
 /// Normalizes an image reference like containerd; `None` if it is invalid.
+///
+/// ```
+/// use actlet::cri::mock::normalize_image_name;
+/// assert_eq!(normalize_image_name("busybox").as_deref(), Some("docker.io/library/busybox:latest"));
+/// assert_eq!(normalize_image_name("foo/bar:1").as_deref(), Some("docker.io/foo/bar:1"));
+/// assert_eq!(normalize_image_name("registry.k8s.io/pause:3.9").as_deref(), Some("registry.k8s.io/pause:3.9"));
+/// assert_eq!(normalize_image_name("Busybox"), None); // upper case is invalid
+/// ```
 pub fn normalize_image_name(name: &str) -> Option<String> {
     let (rest, digest) = match name.split_once('@') {
         Some((n, d)) => (n, Some(d)),
@@ -85,6 +93,18 @@ pub(crate) fn fake_digest(seed: &str) -> String {
 }
 
 /// An image the mock can hold in its store or serve from its fake registry.
+///
+/// ```
+/// use actlet::cri::mock::{MockImage, MockRuntime};
+/// let app = MockImage::new("example.com/app:v1")
+///     .tag("example.com/app:latest")
+///     .uid(1000)
+///     .entrypoint(["/app"])
+///     .cmd(["--port", "8080"]);
+/// let mock = MockRuntime::builder().image(app.clone()).build();
+/// assert_eq!(app.repo_tags(), ["example.com/app:latest", "example.com/app:v1"]);
+/// # let _ = mock;
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MockImage {
     id: String,
@@ -104,6 +124,14 @@ impl MockImage {
     ///
     /// # Panics
     /// If `name` is not a valid image reference.
+    ///
+    /// ```
+    /// use actlet::cri::mock::MockImage;
+    /// let image = MockImage::new("nginx:1.25");
+    /// assert_eq!(image.repo_tags(), ["docker.io/library/nginx:1.25"]);
+    /// assert_eq!(image.id(), MockImage::new("docker.io/library/nginx:1.25").id()); // derived from the name
+    /// assert!(image.entrypoint_argv().is_empty() && !image.is_busybox());
+    /// ```
     pub fn new(name: &str) -> Self {
         let tag = normalize_image_name(name).unwrap_or_else(|| panic!("invalid image name {name:?}"));
         Self {
@@ -121,6 +149,14 @@ impl MockImage {
 
     /// `docker.io/library/busybox:1.36` also tagged `:latest`, cmd `sh`,
     /// busybox-like (see [`MockImage::busybox_like`]).
+    ///
+    /// ```
+    /// use actlet::cri::mock::MockImage;
+    /// let image = MockImage::busybox();
+    /// assert!(image.repo_tags().contains(&"docker.io/library/busybox:latest".to_string()));
+    /// assert_eq!(image.cmd_argv(), ["sh"]);
+    /// assert!(image.is_busybox());
+    /// ```
     pub fn busybox() -> Self {
         Self::new("docker.io/library/busybox:1.36")
             .tag("docker.io/library/busybox:latest")
@@ -130,6 +166,13 @@ impl MockImage {
     }
 
     /// `registry.k8s.io/pause:3.9`, user 65535, entrypoint `/pause`.
+    ///
+    /// ```
+    /// use actlet::cri::mock::{DEFAULT_SANDBOX_IMAGE, MockImage};
+    /// let image = MockImage::pause();
+    /// assert_eq!(image.repo_tags(), [DEFAULT_SANDBOX_IMAGE]);
+    /// assert_eq!(image.to_cri().uid.map(|u| u.value), Some(65535));
+    /// ```
     pub fn pause() -> Self {
         Self::new("registry.k8s.io/pause:3.9")
             .size(690_001)
@@ -138,6 +181,12 @@ impl MockImage {
     }
 
     /// Adds another tag to the same image.
+    ///
+    /// ```
+    /// use actlet::cri::mock::MockImage;
+    /// let image = MockImage::new("app:v1").tag("app:stable").tag("app:v1"); // duplicates are ignored
+    /// assert_eq!(image.repo_tags(), ["docker.io/library/app:stable", "docker.io/library/app:v1"]);
+    /// ```
     pub fn tag(mut self, name: &str) -> Self {
         let tag = normalize_image_name(name).unwrap_or_else(|| panic!("invalid image name {name:?}"));
         if !self.repo_tags.contains(&tag) {
@@ -148,18 +197,33 @@ impl MockImage {
     }
 
     /// Sets the size in bytes.
+    ///
+    /// ```
+    /// let image = actlet::cri::mock::MockImage::new("app:v1").size(42 << 20);
+    /// assert_eq!(image.to_cri().size, 42 << 20); // as ListImages / ImageStatus report it
+    /// ```
     pub fn size(mut self, bytes: u64) -> Self {
         self.size = bytes;
         self
     }
 
     /// Sets the numeric user the image runs as.
+    ///
+    /// ```
+    /// let image = actlet::cri::mock::MockImage::new("app:v1").uid(1000);
+    /// assert_eq!(image.to_cri().uid.unwrap().value, 1000);
+    /// ```
     pub fn uid(mut self, uid: i64) -> Self {
         self.uid = Some(uid);
         self
     }
 
     /// Sets the image entrypoint (replaced by a container's `command`).
+    ///
+    /// ```
+    /// let image = actlet::cri::mock::MockImage::new("app:v1").entrypoint(["/bin/app", "serve"]);
+    /// assert_eq!(image.entrypoint_argv(), ["/bin/app", "serve"]);
+    /// ```
     pub fn entrypoint<S: Into<String>>(mut self, argv: impl IntoIterator<Item = S>) -> Self {
         self.entrypoint = argv.into_iter().map(Into::into).collect();
         self
@@ -167,6 +231,11 @@ impl MockImage {
 
     /// Sets the image cmd (replaced by a container's `args`, dropped when it
     /// gives a `command`).
+    ///
+    /// ```
+    /// let image = actlet::cri::mock::MockImage::new("app:v1").cmd(["--verbose"]);
+    /// assert_eq!(image.cmd_argv(), ["--verbose"]);
+    /// ```
     pub fn cmd<S: Into<String>>(mut self, argv: impl IntoIterator<Item = S>) -> Self {
         self.cmd = argv.into_iter().map(Into::into).collect();
         self
@@ -176,37 +245,75 @@ impl MockImage {
     /// so a container command naming another program fails to start, as
     /// runc's "executable file not found" (see the busybox subset in the
     /// module docs).
+    ///
+    /// ```
+    /// use actlet::cri::mock::MockImage;
+    /// assert!(MockImage::new("example.com/toolbox:1").busybox_like().is_busybox());
+    /// assert!(!MockImage::new("example.com/toolbox:1").is_busybox());
+    /// ```
     pub fn busybox_like(mut self) -> Self {
         self.busybox = true;
         self
     }
 
     /// Whether the image is busybox-like.
+    ///
+    /// ```
+    /// use actlet::cri::mock::MockImage;
+    /// assert!(MockImage::busybox().is_busybox());
+    /// assert!(!MockImage::pause().is_busybox());
+    /// ```
     pub fn is_busybox(&self) -> bool {
         self.busybox
     }
 
     /// The image id, `sha256:<64 hex>`.
+    ///
+    /// ```
+    /// let image = actlet::cri::mock::MockImage::new("app:v1");
+    /// assert!(image.id().starts_with("sha256:") && image.id().len() == 7 + 64);
+    /// ```
     pub fn id(&self) -> &str {
         &self.id
     }
 
     /// The normalized tags.
+    ///
+    /// ```
+    /// let image = actlet::cri::mock::MockImage::new("quay.io/org/app");
+    /// assert_eq!(image.repo_tags(), ["quay.io/org/app:latest"]);
+    /// ```
     pub fn repo_tags(&self) -> &[String] {
         &self.repo_tags
     }
 
     /// The image entrypoint.
+    ///
+    /// ```
+    /// assert_eq!(actlet::cri::mock::MockImage::pause().entrypoint_argv(), ["/pause"]);
+    /// ```
     pub fn entrypoint_argv(&self) -> &[String] {
         &self.entrypoint
     }
 
     /// The image cmd.
+    ///
+    /// ```
+    /// assert_eq!(actlet::cri::mock::MockImage::busybox().cmd_argv(), ["sh"]);
+    /// ```
     pub fn cmd_argv(&self) -> &[String] {
         &self.cmd
     }
 
     /// The CRI view of the image.
+    ///
+    /// ```
+    /// use actlet::cri::mock::MockImage;
+    /// let image = MockImage::new("app:v1").size(1024);
+    /// let cri = image.to_cri();
+    /// assert_eq!((cri.id.as_str(), cri.size), (image.id(), 1024));
+    /// assert_eq!(cri.repo_tags, image.repo_tags());
+    /// ```
     pub fn to_cri(&self) -> v1::Image {
         v1::Image {
             id: self.id.clone(),

@@ -22,6 +22,12 @@ use chrono::{DateTime, Utc};
 use super::clock::Clock;
 
 /// Which output stream of a container a log line came from.
+///
+/// ```
+/// use actlet::cri::mock::{LogStream, parse_cri_log_line};
+/// let line = parse_cri_log_line("2026-11-21T12:15:27.3Z stderr F oops").unwrap();
+/// assert_eq!(line.stream, LogStream::Stderr);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LogStream {
     /// Standard output.
@@ -32,6 +38,11 @@ pub enum LogStream {
 
 impl LogStream {
     /// The stream's name in a CRI log line.
+    ///
+    /// ```
+    /// use actlet::cri::mock::LogStream;
+    /// assert_eq!((LogStream::Stdout.as_str(), LogStream::Stderr.as_str()), ("stdout", "stderr"));
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Stdout => "stdout",
@@ -41,6 +52,14 @@ impl LogStream {
 }
 
 /// One parsed line of a CRI log file.
+///
+/// ```
+/// use actlet::cri::mock::parse_cri_log_line;
+/// let line = parse_cri_log_line("2026-11-21T12:15:27.3012003Z stdout P b").unwrap();
+/// assert!(line.partial); // output that did not end with a newline
+/// assert_eq!(line.content, "b");
+/// assert_eq!(line.time.timestamp_subsec_nanos(), 301_200_300);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CriLogLine {
     /// When the runtime read the line.
@@ -54,6 +73,13 @@ pub struct CriLogLine {
 }
 
 /// Parses one CRI log line (without its trailing newline); `None` if malformed.
+///
+/// ```
+/// use actlet::cri::mock::{LogStream, parse_cri_log_line};
+/// let line = parse_cri_log_line("2026-11-21T12:15:27.301152118Z stdout F hello world").unwrap();
+/// assert_eq!((line.stream, line.partial, line.content.as_str()), (LogStream::Stdout, false, "hello world"));
+/// assert!(parse_cri_log_line("hello world").is_none());
+/// ```
 pub fn parse_cri_log_line(line: &str) -> Option<CriLogLine> {
     let mut parts = line.splitn(4, ' ');
     let time = DateTime::parse_from_rfc3339(parts.next()?).ok()?.with_timezone(&Utc);
@@ -77,6 +103,14 @@ pub fn parse_cri_log_line(line: &str) -> Option<CriLogLine> {
 }
 
 /// Formats `t` like Go's `time.RFC3339Nano` in UTC (trailing zeros dropped).
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use actlet::cri::mock::rfc3339_nano;
+/// let t = UNIX_EPOCH + Duration::new(1_700_000_000, 300_100_000);
+/// assert_eq!(rfc3339_nano(t), "2023-11-14T22:13:20.3001Z"); // trailing zeros dropped, like Go
+/// assert_eq!(rfc3339_nano(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+/// ```
 pub fn rfc3339_nano(t: SystemTime) -> String {
     let t: DateTime<Utc> = t.into();
     let base = t.format("%Y-%m-%dT%H:%M:%S").to_string();

@@ -157,12 +157,41 @@ use self::state::{Shared, State};
 use crate::cri::v1;
 
 /// `runtime_name` in the mock's `Version` answer.
+///
+/// ```
+/// use actlet::cri::{Runtime, mock::{MockRuntime, RUNTIME_NAME}};
+/// # actlet::testing::run_paused(async {
+/// let version = MockRuntime::new().version(Default::default()).await.unwrap();
+/// assert_eq!(version.runtime_name, RUNTIME_NAME);
+/// # });
+/// ```
 pub const RUNTIME_NAME: &str = "actlet-mock";
 
 /// The sandbox (pause) image the mock uses, preloaded by default.
+///
+/// ```
+/// use actlet::cri::{Runtime, mock::{DEFAULT_SANDBOX_IMAGE, MockRuntime}};
+/// use actlet::cri::v1::{ImageSpec, ImageStatusRequest};
+/// # actlet::testing::run_paused(async {
+/// let image = Some(ImageSpec { image: DEFAULT_SANDBOX_IMAGE.into(), ..Default::default() });
+/// let status = MockRuntime::new().image_status(ImageStatusRequest { image, verbose: false }).await.unwrap();
+/// assert!(status.image.is_some()); // preloaded
+/// # });
+/// ```
 pub const DEFAULT_SANDBOX_IMAGE: &str = "registry.k8s.io/pause:3.9";
 
 /// The default bound of a hung call (upstream's `runtimeRequestTimeout`).
+///
+/// ```
+/// use actlet::cri::{Runtime, mock::{DEFAULT_REQUEST_TIMEOUT, Fault, MockRuntime}};
+/// # actlet::testing::run_paused(async {
+/// let mock = MockRuntime::builder().fault("Version", Fault::hang()).build();
+/// let start = tokio::time::Instant::now();
+/// let err = mock.version(Default::default()).await.unwrap_err();
+/// assert!(err.is_deadline_exceeded());
+/// assert_eq!(start.elapsed(), DEFAULT_REQUEST_TIMEOUT); // virtual time: instant in real time
+/// # });
+/// ```
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The image filesystem reported by `ImageFsInfo` and container stats.
@@ -170,6 +199,15 @@ const SNAPSHOTTER_MOUNTPOINT: &str = "/var/lib/containerd/io.containerd.snapshot
 
 /// An in-process CRI runtime faithful to containerd 1.6; cheap to clone
 /// (clones share the same runtime).
+///
+/// ```
+/// use actlet::cri::mock::MockRuntime;
+/// let mock = MockRuntime::new();
+/// let handle = mock.clone(); // e.g. one for the kubelet, one for the test
+/// handle.set_down(true);
+/// assert!(mock.is_down());
+/// println!("{mock:?}"); // MockRuntime { sandboxes: 0, containers: 0, down: true }
+/// ```
 #[derive(Clone)]
 pub struct MockRuntime {
     shared: Arc<Shared>,
@@ -178,11 +216,32 @@ pub struct MockRuntime {
 impl MockRuntime {
     /// A mock with the default images (busybox 1.36/latest, pause 3.9),
     /// ready conditions, no scripts and no faults.
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::MockRuntime};
+    /// # actlet::testing::run_paused(async {
+    /// let images = MockRuntime::new().list_images(Default::default()).await.unwrap().images;
+    /// let tags: Vec<&str> = images.iter().flat_map(|i| &i.repo_tags).map(String::as_str).collect();
+    /// assert!(tags.contains(&"docker.io/library/busybox:1.36"));
+    /// assert!(tags.contains(&"registry.k8s.io/pause:3.9"));
+    /// # });
+    /// ```
     pub fn new() -> Self {
         Self::builder().build()
     }
 
     /// Starts configuring a mock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::mock::{Behaviour, Fault, MockRuntime};
+    /// let mock = MockRuntime::builder()
+    ///     .script("app", Behaviour::exit_after(Duration::from_secs(5), 1))
+    ///     .fault("PullImage", Fault::error(tonic::Code::Unavailable, "registry down").times(1))
+    ///     .network_ready(false)
+    ///     .build();
+    /// assert!(!mock.is_down());
+    /// ```
     pub fn builder() -> MockRuntimeBuilder {
         MockRuntimeBuilder::default()
     }
@@ -206,6 +265,21 @@ impl std::fmt::Debug for MockRuntime {
 }
 
 /// Configures a [`MockRuntime`].
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::cri::{Runtime, mock::{MockImage, MockRuntime}};
+/// # actlet::testing::run_paused(async {
+/// let mock = MockRuntime::builder()
+///     .without_default_images()
+///     .image(MockImage::new("nginx:1.25").entrypoint(["nginx", "-g", "daemon off;"]))
+///     .pullable(MockImage::new("redis:7"), Duration::from_secs(3))
+///     .request_timeout(Duration::from_secs(10))
+///     .build();
+/// let images = mock.list_images(Default::default()).await.unwrap().images;
+/// assert_eq!(images.len(), 1); // nginx; redis only once pulled
+/// # });
+/// ```
 #[derive(Debug)]
 pub struct MockRuntimeBuilder {
     images: Vec<MockImage>,
@@ -238,24 +312,81 @@ impl Default for MockRuntimeBuilder {
 impl MockRuntimeBuilder {
     /// Starts with an empty image store (no busybox, no pause: the first
     /// `RunPodSandbox` then fails like containerd that cannot pull pause).
+    ///
+    /// ```
+    /// # use actlet::cri::v1::{PodSandboxConfig, PodSandboxMetadata, RunPodSandboxRequest};
+    /// # let sandbox = |handler: &str| RunPodSandboxRequest {
+    /// #     config: Some(PodSandboxConfig {
+    /// #         metadata: Some(PodSandboxMetadata { name: "web".into(), namespace: "default".into(), uid: "u1".into(), attempt: 0 }),
+    /// #         ..Default::default()
+    /// #     }),
+    /// #     runtime_handler: handler.into(),
+    /// # };
+    /// use actlet::cri::{Runtime, mock::MockRuntime};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().without_default_images().build();
+    /// assert!(mock.list_images(Default::default()).await.unwrap().images.is_empty());
+    /// // no pause image: sandboxes cannot start
+    /// assert!(mock.run_pod_sandbox(sandbox("")).await.is_err());
+    /// # });
+    /// ```
     pub fn without_default_images(mut self) -> Self {
         self.images.clear();
         self
     }
 
     /// Preloads an image.
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::{MockImage, MockRuntime}};
+    /// use actlet::cri::v1::{ImageSpec, ImageStatusRequest};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().image(MockImage::new("nginx:1.25")).build();
+    /// let image = Some(ImageSpec { image: "nginx:1.25".into(), ..Default::default() });
+    /// let status = mock.image_status(ImageStatusRequest { image, verbose: false }).await.unwrap();
+    /// assert_eq!(status.image.unwrap().repo_tags, ["docker.io/library/nginx:1.25"]);
+    /// # });
+    /// ```
     pub fn image(mut self, image: MockImage) -> Self {
         self.images.push(image);
         self
     }
 
     /// Makes an image pullable from the fake registry; pulls take `latency`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::{Runtime, mock::{MockImage, MockRuntime}};
+    /// use actlet::cri::v1::{ImageSpec, PullImageRequest};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().pullable(MockImage::new("redis:7"), Duration::from_secs(3)).build();
+    /// let start = tokio::time::Instant::now();
+    /// let image = Some(ImageSpec { image: "redis:7".into(), ..Default::default() });
+    /// let pulled = mock.pull_image(PullImageRequest { image, ..Default::default() }).await.unwrap();
+    /// assert!(pulled.image_ref.starts_with("sha256:"));
+    /// assert!(start.elapsed() >= Duration::from_secs(3));
+    /// # });
+    /// ```
     pub fn pullable(mut self, image: MockImage, latency: Duration) -> Self {
         self.pullable.push((image, latency));
         self
     }
 
     /// Scripts the containers `matching` selects (see [`MockRuntime::script`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use actlet::cri::mock::{Behaviour, Match, MockRuntime};
+    /// use actlet::testing::{PodBuilder, TestNode};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder()
+    ///     .script(Match::container("c").pod("job"), Behaviour::exit_after(Duration::from_secs(5), 3))
+    ///     .build();
+    /// let node = TestNode::with_mock(mock);
+    /// node.set_pods(vec![PodBuilder::new("job").restart_policy("Never").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// node.wait_for_phase("default", "job", "Failed", Duration::from_secs(60)).await.unwrap(); // exit code 3
+    /// # });
+    /// ```
     pub fn script(mut self, matching: impl Into<Match>, script: impl Into<Script>) -> Self {
         self.scripts.push((matching.into(), script.into()));
         self
@@ -265,6 +396,15 @@ impl MockRuntimeBuilder {
     ///
     /// # Panics
     /// If `method` is not a CRI method name.
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().fault("Version", Fault::error(tonic::Code::Internal, "boom").times(1)).build();
+    /// assert_eq!(mock.version(Default::default()).await.unwrap_err().to_status().message(), "boom");
+    /// assert!(mock.version(Default::default()).await.is_ok()); // only once
+    /// # });
+    /// ```
     pub fn fault(mut self, method: &str, fault: Fault) -> Self {
         let m = cri_method(method).unwrap_or_else(|| panic!("unknown CRI method {method:?}"));
         self.faults.push((m, fault));
@@ -272,36 +412,113 @@ impl MockRuntimeBuilder {
     }
 
     /// Uses `clock` for CRI timestamps (default: [`Clock::tokio`]).
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use actlet::cri::mock::{Clock, MockRuntime};
+    /// let fixed = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// let mock = MockRuntime::builder().clock(Clock::from_fn(move || fixed)).build();
+    /// assert_eq!(mock.clock().now(), fixed); // every CRI timestamp is this instant
+    /// ```
     pub fn clock(mut self, clock: Clock) -> Self {
         self.clock = Some(clock);
         self
     }
 
     /// How long a [`Fault::hang`] lasts before `DEADLINE_EXCEEDED` (default 2 min).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::{Runtime, mock::{Fault, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder()
+    ///     .request_timeout(Duration::from_secs(4))
+    ///     .fault("Status", Fault::hang())
+    ///     .build();
+    /// let start = tokio::time::Instant::now();
+    /// assert!(mock.status(Default::default()).await.unwrap_err().is_deadline_exceeded());
+    /// assert_eq!(start.elapsed(), Duration::from_secs(4));
+    /// # });
+    /// ```
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
     /// The sandbox (pause) image `RunPodSandbox` needs (default pause:3.9).
+    ///
+    /// ```
+    /// # use actlet::cri::v1::{PodSandboxConfig, PodSandboxMetadata, RunPodSandboxRequest};
+    /// # let sandbox = |handler: &str| RunPodSandboxRequest {
+    /// #     config: Some(PodSandboxConfig {
+    /// #         metadata: Some(PodSandboxMetadata { name: "web".into(), namespace: "default".into(), uid: "u1".into(), attempt: 0 }),
+    /// #         ..Default::default()
+    /// #     }),
+    /// #     runtime_handler: handler.into(),
+    /// # };
+    /// use actlet::cri::{Runtime, mock::{MockImage, MockRuntime}};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder()
+    ///     .sandbox_image("registry.k8s.io/pause:3.10")
+    ///     .image(MockImage::new("registry.k8s.io/pause:3.10"))
+    ///     .build();
+    /// assert!(mock.run_pod_sandbox(sandbox("")).await.is_ok());
+    /// # });
+    /// ```
     pub fn sandbox_image(mut self, image: &str) -> Self {
         self.sandbox_image = image.to_string();
         self
     }
 
     /// Adds a runtime handler `RunPodSandbox` accepts (besides `""` and `runc`).
+    ///
+    /// ```
+    /// # use actlet::cri::v1::{PodSandboxConfig, PodSandboxMetadata, RunPodSandboxRequest};
+    /// # let sandbox = |handler: &str| RunPodSandboxRequest {
+    /// #     config: Some(PodSandboxConfig {
+    /// #         metadata: Some(PodSandboxMetadata { name: "web".into(), namespace: "default".into(), uid: "u1".into(), attempt: 0 }),
+    /// #         ..Default::default()
+    /// #     }),
+    /// #     runtime_handler: handler.into(),
+    /// # };
+    /// use actlet::cri::{Runtime, mock::MockRuntime};
+    /// # actlet::testing::run_paused(async {
+    /// assert!(MockRuntime::new().run_pod_sandbox(sandbox("kata")).await.is_err()); // unknown handler
+    /// let mock = MockRuntime::builder().runtime_handler("kata").build();
+    /// assert!(mock.run_pod_sandbox(sandbox("kata")).await.is_ok());
+    /// # });
+    /// ```
     pub fn runtime_handler(mut self, handler: &str) -> Self {
         self.runtime_handlers.push(handler.to_string());
         self
     }
 
     /// Whether `NetworkReady` starts true (default) or false.
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::MockRuntime};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().network_ready(false).build();
+    /// let status = mock.status(Default::default()).await.unwrap().status.unwrap();
+    /// let network = status.conditions.iter().find(|c| c.r#type == "NetworkReady").unwrap();
+    /// assert!(!network.status);
+    /// assert_eq!(network.reason, "NetworkPluginNotReady");
+    /// # });
+    /// ```
     pub fn network_ready(mut self, ready: bool) -> Self {
         self.network_ready = ready;
         self
     }
 
     /// Builds the mock. Its default clock starts now.
+    ///
+    /// ```
+    /// use actlet::cri::mock::MockRuntime;
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().build(); // the same as MockRuntime::new()
+    /// assert!(mock.calls().is_empty());
+    /// # });
+    /// ```
     pub fn build(self) -> MockRuntime {
         let mut state = State::default();
         for image in self.images {

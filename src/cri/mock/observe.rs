@@ -9,6 +9,18 @@ use tonic::Code;
 use crate::cri::v1;
 
 /// How a logged call ended.
+///
+/// ```
+/// use actlet::cri::{Runtime, mock::{CallOutcome, MockRuntime}};
+/// # actlet::testing::run_paused(async {
+/// let mock = MockRuntime::new();
+/// mock.version(Default::default()).await.unwrap();
+/// mock.set_down(true);
+/// let _ = mock.version(Default::default()).await;
+/// let outcomes: Vec<_> = mock.calls_to("Version").iter().map(|c| c.outcome).collect();
+/// assert_eq!(outcomes, [CallOutcome::Ok, CallOutcome::Err(tonic::Code::Unavailable)]);
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallOutcome {
     /// Still running (or hung).
@@ -20,6 +32,21 @@ pub enum CallOutcome {
 }
 
 /// One CRI call the mock received.
+///
+/// ```
+/// # use std::time::Duration;
+/// # actlet::testing::run_paused(async {
+/// use actlet::testing::{PodBuilder, TestNode};
+/// let node = TestNode::start();
+/// let mock = node.mock();
+/// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+/// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+/// let start = mock.calls_to("StartContainer").remove(0);
+/// let id = mock.find_container("web", "c").unwrap().status.id;
+/// assert_eq!(start.target, id); // the container id
+/// assert!(start.at >= mock.calls_to("CreateContainer")[0].at);
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallRecord {
     /// The gRPC method name, e.g. `"StartContainer"`.
@@ -75,6 +102,23 @@ impl CallLog {
 }
 
 /// A change of the mock's state, broadcast to [`subscribers`](super::MockRuntime::subscribe).
+///
+/// ```
+/// # use std::time::Duration;
+/// # actlet::testing::run_paused(async {
+/// use actlet::testing::{PodBuilder, TestNode};
+/// let node = TestNode::start();
+/// let mock = node.mock();
+/// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+/// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+/// use actlet::cri::mock::MockEvent;
+/// let id = mock.find_container("web", "c").unwrap().status.id;
+/// let mut events = mock.subscribe();
+/// mock.exit_container(&id, 2);
+/// let event = events.recv().await.unwrap();
+/// assert_eq!(event, MockEvent::ContainerExited { id, exit_code: 2, reason: "Error".into() });
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MockEvent {
     /// A sandbox was created and is ready.
@@ -119,6 +163,20 @@ pub enum MockEvent {
 }
 
 /// A container as the mock holds it.
+///
+/// ```
+/// # use std::time::Duration;
+/// # actlet::testing::run_paused(async {
+/// use actlet::testing::{PodBuilder, TestNode};
+/// let node = TestNode::start();
+/// let mock = node.mock();
+/// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+/// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+/// let c = mock.find_container("web", "c").unwrap();
+/// assert_eq!((c.pod_name.as_str(), c.pod_namespace.as_str()), ("web", "default"));
+/// assert_eq!(c.sandbox_id, mock.snapshot().sandboxes[0].id);
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerSnapshot {
     /// The sandbox it belongs to.
@@ -133,22 +191,72 @@ pub struct ContainerSnapshot {
 
 impl ContainerSnapshot {
     /// The container name.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::testing::{PodBuilder, TestNode};
+    /// let node = TestNode::start();
+    /// let mock = node.mock();
+    /// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+    /// assert_eq!(mock.snapshot().containers[0].name(), "c");
+    /// # });
+    /// ```
     pub fn name(&self) -> &str {
         self.status.metadata.as_ref().map_or("", |m| m.name.as_str())
     }
 
     /// The container attempt.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::testing::{PodBuilder, TestNode};
+    /// let node = TestNode::start();
+    /// let mock = node.mock();
+    /// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+    /// let first = mock.find_container("web", "c").unwrap();
+    /// assert_eq!(first.attempt(), 0);
+    /// mock.exit_container(&first.status.id, 1);
+    /// node.wait_for_restart_count("default", "web", "c", 1, Duration::from_secs(60)).await.unwrap();
+    /// let runs = || mock.find_container("web", "c").is_some_and(|c| c.attempt() == 1);
+    /// actlet::testing::wait_until(runs, Duration::from_secs(60)).await.unwrap(); // the kubelet's restart
+    /// # });
+    /// ```
     pub fn attempt(&self) -> u32 {
         self.status.metadata.as_ref().map_or(0, |m| m.attempt)
     }
 
     /// The container state.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::testing::{PodBuilder, TestNode};
+    /// let node = TestNode::start();
+    /// let mock = node.mock();
+    /// node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "3600"]).build()]);
+    /// node.wait_for_phase("default", "web", "Running", Duration::from_secs(60)).await.unwrap();
+    /// use actlet::cri::v1::ContainerState;
+    /// let c = mock.find_container("web", "c").unwrap();
+    /// assert_eq!(c.state(), ContainerState::ContainerRunning);
+    /// mock.oom_kill_container(&c.status.id);
+    /// assert_eq!(mock.snapshot().containers[0].state(), ContainerState::ContainerExited);
+    /// # });
+    /// ```
     pub fn state(&self) -> v1::ContainerState {
         self.status.state()
     }
 }
 
 /// Every sandbox and container, sorted by creation time.
+///
+/// ```
+/// use actlet::cri::mock::{MockRuntime, MockSnapshot};
+/// assert_eq!(MockRuntime::new().snapshot(), MockSnapshot::default()); // nothing yet
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MockSnapshot {
     /// The sandboxes' CRI statuses.
