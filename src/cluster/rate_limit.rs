@@ -70,7 +70,7 @@ impl RateLimitLayer {
     /// ```
     pub fn new(q: Qps) -> Self {
         let qps = NonZeroU32::new(q.qps).unwrap_or(NonZeroU32::MIN);
-        let burst = NonZeroU32::new(q.burst.max(q.qps)).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(q.burst).unwrap_or(NonZeroU32::MIN);
         Self {
             limiter: Arc::new(RateLimiter::direct(Quota::per_second(qps).allow_burst(burst))),
         }
