@@ -15,7 +15,9 @@
 
 pub mod api_source;
 pub mod client;
+pub mod lease;
 pub mod mirror_index;
+pub mod node;
 pub mod rate_limit;
 
 pub use api_source::ApiSource;
