@@ -31,6 +31,7 @@ pub struct NodeActor {
     runtime_version: Option<String>,
     syncing: bool,
     pending: bool,
+    retry_scheduled: bool,
     last_report: Option<Instant>,
 }
 
@@ -44,6 +45,7 @@ impl NodeActor {
             runtime_version: None,
             syncing: false,
             pending: false,
+            retry_scheduled: false,
             last_report: None,
         }
     }
@@ -91,22 +93,46 @@ impl NodeActor {
         }));
     }
 
+    /// One retry at a time, besides the periodic ticks.
+    fn retry_later(&mut self, wait: Duration, ctx: &mut Context<Self>) {
+        if !std::mem::replace(&mut self.retry_scheduled, true) {
+            ctx.run_later(wait, |act, ctx| {
+                act.retry_scheduled = false;
+                act.tick(ctx);
+            });
+        }
+    }
+
+    /// Upstream `recordNodeStatusEvent`.
+    fn record(&self, reasons: &[&'static str]) {
+        let name = &self.deps.node_name;
+        for reason in reasons {
+            self.deps.events.event(
+                node_ref(name),
+                EventType::Normal,
+                reason,
+                format!("Node {name} status is now: {reason}"),
+            );
+        }
+    }
+
     fn done(&mut self, out: SyncOutput, started: Instant, ctx: &mut Context<Self>) {
         let name = self.deps.node_name.clone();
         if out.runtime_version.is_some() {
             self.runtime_version = out.runtime_version;
         }
         match out.registration {
-            Some(Ok(uid)) => {
+            Some(Ok(r)) => {
                 self.registered = true;
                 self.backoff = BACKOFF_START;
-                self.deps.handle.set_uid(uid);
+                self.deps.handle.set_uid(r.uid);
+                self.record(&r.events);
             }
             Some(Err(e)) => {
                 let wait = self.backoff;
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                 tracing::warn!(node = %name, error = %e, retry_in = ?wait, "unable to register node with API server");
-                ctx.run_later(wait, |act, ctx| act.tick(ctx));
+                self.retry_later(wait, ctx);
                 return;
             }
             None => {}
@@ -116,14 +142,7 @@ impl NodeActor {
                 self.deps.handle.set_uid(s.uid);
                 if s.wrote {
                     self.last_report = Some(started);
-                    for reason in &s.events {
-                        self.deps.events.event(
-                            node_ref(&name),
-                            EventType::Normal,
-                            reason,
-                            format!("Node {name} status is now: {reason}"),
-                        );
-                    }
+                    self.record(&s.events);
                     tracing::debug!(node = %name, "node status written");
                 }
                 let before = self.deps.handle.view().conditions;
@@ -141,7 +160,7 @@ impl NodeActor {
             Some(Err(NodeError::NotRegistered(_))) if self.deps.register_node => {
                 tracing::warn!(node = %name, "node not found on the API server; registering it again");
                 self.registered = false;
-                ctx.run_later(self.backoff, |act, ctx| act.tick(ctx));
+                self.retry_later(self.backoff, ctx);
             }
             Some(Err(e)) => {
                 tracing::warn!(node = %name, error = %e, "unable to update node status; retrying at the next sync")

@@ -41,12 +41,14 @@ pub fn default_labels(node_name: &str) -> BTreeMap<String, String> {
 
 /// The Node to POST: `--node-labels` overlaid with the default labels, the
 /// attach/detach annotation, `--register-with-taints`, and a full status.
+/// The status setters' events (recorded once the Node is created) go to `events`.
 pub fn initial_node(
     inputs: &StatusInputs,
     node_labels: &BTreeMap<String, String>,
     taints: &[Taint],
     health: &Health,
     now: Timestamp,
+    events: &mut Vec<&'static str>,
 ) -> Node {
     let mut labels = node_labels.clone();
     labels.extend(default_labels(&inputs.node_name));
@@ -63,7 +65,7 @@ pub fn initial_node(
         }),
         status: None,
     };
-    apply_status(&mut node, inputs, health, now);
+    events.extend(apply_status(&mut node, inputs, health, now));
     node
 }
 
@@ -137,7 +139,17 @@ mod tests {
             effect: "NoSchedule".into(),
             time_added: None,
         }];
-        initial_node(&inputs(), &labels, &taints, &Health::default(), Timestamp::UNIX_EPOCH)
+        let mut events = vec![];
+        let n = initial_node(
+            &inputs(),
+            &labels,
+            &taints,
+            &Health::default(),
+            Timestamp::UNIX_EPOCH,
+            &mut events,
+        );
+        assert_eq!(events.len(), 3, "NodeHas… events: {events:?}");
+        n
     }
 
     #[test]

@@ -39,15 +39,25 @@ pub(super) struct StatusOutcome {
     pub uid: Option<String>,
     pub conditions: Vec<NodeCondition>,
     pub events: Vec<&'static str>,
+    /// The API server now holds this status (patched, or already equal).
     pub wrote: bool,
+}
+
+/// A Node registered (or found): its UID, and the events of its initial
+/// status when it was created.
+#[derive(Debug)]
+pub(super) struct Registered {
+    pub uid: Option<String>,
+    pub events: Vec<&'static str>,
 }
 
 /// What one sync found.
 #[derive(Debug)]
 pub(super) struct SyncOutput {
     pub runtime_version: Option<String>,
-    /// `Some` when registration was attempted: the Node's UID or the error.
-    pub registration: Option<Result<Option<String>, NodeError>>,
+    /// `Some` when registration was attempted: the Node's UID and the events
+    /// of a newly created Node's status, or the error.
+    pub registration: Option<Result<Registered, NodeError>>,
     /// `None` when registration failed (no status update was tried).
     pub status: Option<Result<StatusOutcome, NodeError>>,
 }
@@ -76,12 +86,12 @@ async fn runtime_version(runtime: &SharedRuntime) -> Option<String> {
 }
 
 /// POSTs the Node; on AlreadyExists reads it and fixes the labels and
-/// annotation the kubelet owns. Returns the Node's UID.
-async fn register(api: &Api<Node>, initial: &Node, name: &str) -> Result<Option<String>, NodeError> {
+/// annotation the kubelet owns. Returns the Node's UID and whether it was created.
+async fn register(api: &Api<Node>, initial: &Node, name: &str) -> Result<(Option<String>, bool), NodeError> {
     match api.create(&PostParams::default(), initial).await {
         Ok(created) => {
             tracing::info!(node = %name, "node registered");
-            Ok(created.metadata.uid)
+            Ok((created.metadata.uid, true))
         }
         Err(e) if is_status(&e, |s| s.is_already_exists()) => {
             let existing = api.get(name).await.map_err(api_err("GET nodes", name))?;
@@ -92,7 +102,7 @@ async fn register(api: &Api<Node>, initial: &Node, name: &str) -> Result<Option<
                     .await
                     .map_err(api_err("PATCH nodes", name))?;
             }
-            Ok(existing.metadata.uid)
+            Ok((existing.metadata.uid, false))
         }
         Err(e) => Err(api_err("POST nodes", name)(e)),
     }
@@ -148,6 +158,8 @@ async fn update_status(
             })
         };
         let Some(patch) = status_patch(&encode(&original)?, &encode(&node)?) else {
+            // The API server holds exactly this status (heartbeats included): as good as written.
+            outcome.wrote = true;
             return Ok(outcome);
         };
         match api
@@ -181,8 +193,14 @@ pub(super) async fn sync(mut input: SyncInput) -> SyncOutput {
         }
     }
     if let Some((labels, taints)) = &input.register {
-        let initial = initial_node(&input.inputs, labels, taints, &input.health, input.now);
-        let result = register(&input.api, &initial, &input.inputs.node_name).await;
+        let mut events = vec![];
+        let initial = initial_node(&input.inputs, labels, taints, &input.health, input.now, &mut events);
+        let result = register(&input.api, &initial, &input.inputs.node_name)
+            .await
+            .map(|(uid, created)| Registered {
+                uid,
+                events: if created { events } else { vec![] },
+            });
         let failed = result.is_err();
         out.registration = Some(result);
         if failed {
