@@ -22,5 +22,7 @@ pub mod rate_limit;
 
 pub use api_source::ApiSource;
 pub use client::{ClientError, client_from_config, client_from_kubeconfig};
+pub use lease::{LeaseActor, LeaseDeps};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
+pub use node::{NodeActor, NodeDeps, NodeHandle};
 pub use rate_limit::Qps;

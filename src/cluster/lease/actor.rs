@@ -30,6 +30,20 @@ pub struct LeaseDeps {
     pub wall_clock: WallClock,
 }
 
+impl LeaseDeps {
+    /// Upstream's settings: 40 s duration, renewed every 10 s, system clock.
+    pub fn new(client: kube::Client, node_name: impl Into<String>, node: NodeHandle) -> Self {
+        Self {
+            client,
+            node_name: node_name.into(),
+            node,
+            duration_seconds: super::renew::LEASE_DURATION_SECONDS,
+            renew_interval: super::renew::RENEW_INTERVAL,
+            wall_clock: WallClock::system(),
+        }
+    }
+}
+
 impl std::fmt::Debug for LeaseDeps {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeaseDeps")

@@ -169,3 +169,37 @@ impl std::fmt::Debug for NodeDeps {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actors::supervisor::ChildSpec;
+    use crate::cluster::lease::{LeaseActor, LeaseDeps};
+
+    /// The lead's wiring compiles: both actors can be supervised children
+    /// built again from their dependencies on a restart.
+    #[allow(dead_code)]
+    fn child_specs(node: NodeDeps, lease: LeaseDeps) -> (ChildSpec<NodeActor>, ChildSpec<LeaseActor>) {
+        (
+            ChildSpec::new("node", move || NodeActor::new(node.clone())),
+            ChildSpec::new("node-lease", move || LeaseActor::new(lease.clone())),
+        )
+    }
+
+    #[test]
+    fn the_handle_is_shared_between_clones() {
+        let h = NodeHandle::default();
+        let other = h.clone();
+        assert_eq!(h.ready(), None);
+        other.set_uid(Some("u1".into()));
+        other.set_uid(None);
+        other.set_conditions(vec![NodeCondition {
+            type_: conditions::READY.into(),
+            status: "True".into(),
+            ..NodeCondition::default()
+        }]);
+        assert_eq!(h.uid().as_deref(), Some("u1"), "a UID is never forgotten");
+        assert_eq!(h.ready(), Some(true));
+        assert_eq!(h.view().conditions.len(), 1);
+    }
+}
