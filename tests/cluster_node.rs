@@ -297,6 +297,14 @@ fn node_registers_ready_patches_only_changes_and_follows_the_runtime() {
             h.seen.reasons().contains(&"NodeReady".to_string()).then_some(())
         })
         .await;
+
+        // A network that is not ready is a cause too.
+        h.mock.set_network_ready(false);
+        let net = eventually("NotReady for the network", T, || ready_is(&server, "False")).await;
+        let msg = net.message.unwrap_or_default();
+        assert!(msg.contains("container runtime network not ready"), "{msg}");
+        h.mock.set_network_ready(true);
+        eventually("Ready after the network", T, || ready_is(&server, "True")).await;
         assert_eq!(count(&server, "POST", "/api/v1/nodes"), 1);
     });
 }
@@ -521,5 +529,50 @@ fn an_unchanged_status_is_still_reported_every_report_period() {
             keys.sort();
             assert_eq!(keys, ["lastHeartbeatTime", "type"], "only heartbeats: {body}");
         }
+    });
+}
+
+#[test]
+fn without_registration_only_the_status_of_an_existing_node_is_written() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let mut h = harness(&server).await;
+        h.deps.register_node = false;
+        NodeActor::new(h.deps.clone()).start();
+        eventually("status syncs find no node", T, || {
+            (count(&server, "GET", "/api/v1/nodes/test-node") >= 3).then_some(())
+        })
+        .await;
+        assert_eq!(count(&server, "POST", "/api/v1/nodes"), 0);
+        server
+            .store()
+            .create("nodes", "", &json!({"metadata": {"name": NODE}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        eventually("the admin's node turns Ready", T, || ready_is(&server, "True")).await;
+        assert_eq!(count(&server, "POST", "/api/v1/nodes"), 0);
+    });
+}
+
+#[test]
+fn a_deleted_node_is_registered_again() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let h = harness(&server).await;
+        let handle = h.deps.handle.clone();
+        NodeActor::new(h.deps.clone()).start();
+        let first = eventually("registered", T, || server.store().node(NODE)).await;
+        server.store().remove("nodes", "", NODE);
+        let second = eventually("registered again", T, || {
+            server
+                .store()
+                .node(NODE)
+                .filter(|n| n.metadata.uid != first.metadata.uid)
+        })
+        .await;
+        eventually("the handle has the new UID", T, || {
+            (handle.uid() == second.metadata.uid).then_some(())
+        })
+        .await;
+        eventually("Ready", T, || ready_is(&server, "True")).await;
     });
 }
