@@ -144,8 +144,13 @@ pub fn set_node_info(info: &mut NodeSystemInfo, i: &StatusInputs) {
 /// upstream records (see [`update_conditions`]).
 pub fn apply_status(node: &mut Node, i: &StatusInputs, health: &Health, now: Timestamp) -> Vec<&'static str> {
     let status = node.status.get_or_insert_with(NodeStatus::default);
-    status.capacity = Some(capacity(i));
-    status.allocatable = Some(allocatable(i));
+    // Resources someone else added (extended resources) are kept, with
+    // allocatable = capacity, as upstream's MachineInfo setter does.
+    let cap = status.capacity.get_or_insert_with(BTreeMap::new);
+    cap.extend(capacity(i));
+    let mut alloc = cap.clone();
+    alloc.extend(allocatable(i));
+    status.allocatable = Some(alloc);
     status.addresses = Some(addresses(i));
     status.daemon_endpoints = Some(NodeDaemonEndpoints {
         kubelet_endpoint: Some(DaemonEndpoint { port: i.kubelet_port }),
@@ -271,6 +276,19 @@ mod tests {
             Some(10250)
         );
         assert_eq!(s.conditions.map(|c| c.len()), Some(4));
+    }
+
+    #[test]
+    fn extended_resources_of_others_are_kept() {
+        let mut node = Node::default();
+        let gpu = ("example.com/gpu".to_string(), Quantity("4".into()));
+        node.status.get_or_insert_default().capacity = Some(BTreeMap::from([gpu.clone()]));
+        apply_status(&mut node, &inputs(), &Health::default(), Timestamp::UNIX_EPOCH);
+        let s = node.status.unwrap_or_default();
+        assert_eq!(s.capacity.unwrap_or_default().get(&gpu.0), Some(&gpu.1));
+        let alloc = s.allocatable.unwrap_or_default();
+        assert_eq!(alloc.get(&gpu.0), Some(&gpu.1));
+        assert_eq!(q(&alloc, "memory"), "3923024Ki");
     }
 
     #[test]
