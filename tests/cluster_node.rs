@@ -1,166 +1,26 @@
-//! The node and lease actors against the test API server (Node authorizer and
+//! The node actor against the test API server (Node authorizer and
 //! NodeRestriction): the Node is registered Ready with its labels, capacity
-//! and nodeInfo; its status is patched only when it changes; a runtime that
-//! goes down makes it NotReady with the cause and back; an existing Node is
-//! reconciled; the Lease is created with its owner reference, renewed, and
-//! recovered after a conflict; both resume after the API server was away.
+//! and nodeInfo; its status is patched only when it changes (or the report
+//! period passed); a runtime or network that is not ready makes it NotReady
+//! with the cause and back; an existing Node is reconciled, a deleted one
+//! registered again.
 
 #[path = "support/apiserver/mod.rs"]
 mod apiserver;
 #[path = "support/cluster.rs"]
 mod cluster;
+#[path = "support/node.rs"]
+mod node;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::{Actor, Addr};
-use actlet::actors::supervisor::SupervisedRecipient;
-use actlet::cluster::lease::{LeaseActor, LeaseDeps};
-use actlet::cluster::node::flags::Reserved;
-use actlet::cluster::node::{NodeActor, NodeDeps, NodeHandle};
-use actlet::cri::mock::MockRuntime;
-use actlet::events::EventRecorder;
-use actlet::kubelet::{MachineInfo, NodeFacts, WallClock};
-use actlet::messages::event::RecordEvent;
-use actlet::messages::node::NodeConditionChanged;
-use actlet::pleg::PlegHealthHandle;
-use actlet::runtime_health::RuntimeHealth;
-use apiserver::{Identity, TestApiServer};
+use actix::Actor;
+use actlet::cluster::node::NodeActor;
+use apiserver::TestApiServer;
 use cluster::{NODE, eventually, run};
-use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::api::core::v1::Taint;
+use node::{STATUS_PATH, T, condition, count, harness, ready_is};
 use serde_json::json;
-use tempfile::TempDir;
-
-const T: Duration = Duration::from_secs(30);
-const STATUS_PATH: &str = "/api/v1/nodes/test-node/status";
-const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/test-node";
-
-/// What the actors told the outside.
-#[derive(Clone, Default)]
-struct Seen {
-    events: Arc<Mutex<Vec<RecordEvent>>>,
-    changes: Arc<Mutex<Vec<NodeConditionChanged>>>,
-}
-
-impl Seen {
-    fn reasons(&self) -> Vec<String> {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|e| e.reason.clone())
-            .collect()
-    }
-
-    fn changes(&self) -> Vec<NodeConditionChanged> {
-        self.changes.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-/// A node under test: the mock runtime, its health checker, the node actor's
-/// dependencies and what it reported.
-struct Harness {
-    mock: MockRuntime,
-    deps: NodeDeps,
-    seen: Seen,
-    _dir: TempDir,
-}
-
-async fn harness(server: &TestApiServer) -> Harness {
-    let dir = TempDir::new().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let client = cluster::client(server, &Identity::node(NODE), &dir).await;
-    let mock = MockRuntime::new();
-    let (tx, rx) = RuntimeHealth::channel();
-    RuntimeHealth::new(Arc::new(mock.clone()), Duration::from_millis(100), tx).start();
-    let seen = Seen::default();
-    let ev = seen.events.clone();
-    let ch = seen.changes.clone();
-    let deps = NodeDeps {
-        client,
-        node_name: NODE.into(),
-        node_ip: Some("10.0.0.1".into()),
-        register_node: true,
-        node_labels: BTreeMap::from([("pool".to_string(), "blue".to_string())]),
-        taints: vec![],
-        max_pods: 110,
-        reserved: Reserved {
-            cpu_milli: 100,
-            ..Reserved::default()
-        },
-        facts: NodeFacts {
-            memory_bytes: 4 << 30,
-            cpus: 2,
-            ephemeral_storage_bytes: 100 << 30,
-        },
-        machine: MachineInfo {
-            kernel_version: "6.1.0-test".into(),
-            os_image: "Test Linux".into(),
-            ..MachineInfo::default()
-        },
-        runtime: Arc::new(mock.clone()),
-        runtime_health: rx,
-        pleg_health: PlegHealthHandle::default(),
-        started: tokio::time::Instant::now(),
-        events: EventRecorder::new(SupervisedRecipient::from_fn(move |m: RecordEvent| {
-            ev.lock().unwrap_or_else(|e| e.into_inner()).push(m)
-        })),
-        observers: vec![SupervisedRecipient::from_fn(move |m: NodeConditionChanged| {
-            ch.lock().unwrap_or_else(|e| e.into_inner()).push(m)
-        })],
-        kubelet_port: 10250,
-        update_frequency: Duration::from_millis(200),
-        report_frequency: Duration::from_secs(3600),
-        wall_clock: WallClock::system(),
-        handle: NodeHandle::default(),
-    };
-    Harness {
-        mock,
-        deps,
-        seen,
-        _dir: dir,
-    }
-}
-
-fn lease_actor(h: &Harness) -> Addr<LeaseActor> {
-    LeaseActor::new(LeaseDeps {
-        client: h.deps.client.clone(),
-        node_name: NODE.into(),
-        node: h.deps.handle.clone(),
-        duration_seconds: 40,
-        renew_interval: Duration::from_millis(200),
-        wall_clock: WallClock::system(),
-    })
-    .start()
-}
-
-fn condition(node: &Node, type_: &str) -> Option<NodeCondition> {
-    node.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
-}
-
-fn ready_is(server: &TestApiServer, status: &str) -> Option<NodeCondition> {
-    let node = server.store().node(NODE)?;
-    condition(&node, "Ready").filter(|c| c.status == status)
-}
-
-fn count(server: &TestApiServer, method: &str, path: &str) -> usize {
-    server
-        .requests()
-        .iter()
-        .filter(|r| r.method == method && r.path == path)
-        .count()
-}
-
-fn renew_time(server: &TestApiServer) -> Option<Timestamp> {
-    server.store().lease(NODE)?.spec?.renew_time.map(|t| t.0)
-}
 
 #[test]
 fn node_registers_ready_patches_only_changes_and_follows_the_runtime() {
@@ -377,126 +237,6 @@ fn an_existing_node_is_reconciled_not_duplicated() {
             "one reconcile patch"
         );
         assert_eq!(store.list("nodes", None).len(), 1);
-    });
-}
-
-#[test]
-fn the_lease_is_created_owned_renewed_and_recovered_after_a_conflict() {
-    run(|| async {
-        let server = TestApiServer::start();
-        let h = harness(&server).await;
-        // The lease starts before the Node is registered: no owner yet.
-        lease_actor(&h);
-        let lease = eventually("lease created", T, || server.store().lease(NODE)).await;
-        let spec = lease.spec.clone().unwrap_or_default();
-        assert_eq!(spec.holder_identity.as_deref(), Some(NODE));
-        assert_eq!(spec.lease_duration_seconds, Some(40));
-        assert!(lease.metadata.owner_references.is_none());
-
-        NodeActor::new(h.deps.clone()).start();
-        let node = eventually("node registered", T, || server.store().node(NODE)).await;
-        let owner = eventually("owner reference added on renewal", T, || {
-            server
-                .store()
-                .lease(NODE)?
-                .metadata
-                .owner_references?
-                .into_iter()
-                .next()
-        })
-        .await;
-        assert_eq!((owner.kind.as_str(), owner.api_version.as_str()), ("Node", "v1"));
-        assert_eq!(Some(owner.uid), node.metadata.uid);
-
-        let t0 = renew_time(&server).unwrap_or_default();
-        eventually("renewTime advances", T, || (renew_time(&server)? > t0).then_some(())).await;
-        assert!(
-            server
-                .requests()
-                .iter()
-                .any(|r| r.method == "PUT" && r.path == LEASE_PATH && r.status == 200)
-        );
-
-        // Changed behind our back: our next PUT carries a stale resourceVersion.
-        server
-            .store()
-            .patch(
-                "leases",
-                "kube-node-lease",
-                NODE,
-                None,
-                "application/merge-patch+json",
-                &json!({"metadata": {"labels": {"touched": "yes"}}}),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        eventually("a 409 on PUT", T, || {
-            server
-                .requests()
-                .iter()
-                .any(|r| r.method == "PUT" && r.path == LEASE_PATH && r.status == 409)
-                .then_some(())
-        })
-        .await;
-        let t1 = renew_time(&server).unwrap_or_default();
-        eventually("renewed after the conflict", T, || {
-            (renew_time(&server)? > t1).then_some(())
-        })
-        .await;
-        let lease = server.store().lease(NODE).unwrap_or_else(|| panic!("no lease"));
-        assert_eq!(
-            lease
-                .metadata
-                .labels
-                .unwrap_or_default()
-                .get("touched")
-                .map(String::as_str),
-            Some("yes"),
-            "renewed from the fresh lease"
-        );
-        assert_eq!(
-            count(
-                &server,
-                "POST",
-                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
-            ),
-            1
-        );
-    });
-}
-
-#[test]
-fn node_and_lease_resume_after_the_api_server_was_away() {
-    run(|| async {
-        let server = TestApiServer::start();
-        let h = harness(&server).await;
-        // Down from the start: registration and the lease wait for it.
-        server.set_down(true);
-        NodeActor::new(h.deps.clone()).start();
-        lease_actor(&h);
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(server.store().node(NODE).is_none());
-        server.set_down(false);
-        eventually("registered Ready once up", T, || ready_is(&server, "True")).await;
-        eventually("lease with owner", T, || {
-            server.store().lease(NODE)?.metadata.owner_references
-        })
-        .await;
-
-        // Away again while the runtime goes down: both catch up afterwards.
-        server.set_down(true);
-        let before = renew_time(&server).unwrap_or_default();
-        h.mock.set_down(true);
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        assert!(ready_is(&server, "True").is_some(), "nothing written while away");
-        server.set_down(false);
-        let nr = eventually("NotReady written once back", T, || ready_is(&server, "False")).await;
-        assert!(nr.message.unwrap_or_default().contains("container runtime is down"));
-        eventually("lease renewed once back", T, || {
-            (renew_time(&server)? > before).then_some(())
-        })
-        .await;
-        h.mock.set_down(false);
-        eventually("Ready again", T, || ready_is(&server, "True")).await;
     });
 }
 
