@@ -316,3 +316,69 @@ fn a_deleted_node_is_registered_again() {
         eventually("Ready", T, || ready_is(&server, "True")).await;
     });
 }
+
+fn keys(v: &serde_json::Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    k.sort();
+    k
+}
+
+#[test]
+fn the_registration_has_the_shape_of_the_recorded_kubelet() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/apiserver/02-create-node.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("skipped: no fixture at {}", path.display());
+        return;
+    };
+    let fixture: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let want = &fixture["request"]["body"];
+    run(|| async {
+        let server = TestApiServer::start();
+        let h = harness(&server).await;
+        NodeActor::new(h.deps.clone()).start();
+        eventually("registered", T, || server.store().node(NODE)).await;
+        let post = server
+            .requests()
+            .into_iter()
+            .find(|r| r.method == "POST" && r.path == "/api/v1/nodes")
+            .unwrap_or_else(|| panic!("no POST"));
+        assert_eq!(post.content_type.as_deref(), Some("application/json"));
+        let got = post.body.unwrap_or_default();
+        assert_eq!(got["kind"], "Node");
+        assert_eq!(got["apiVersion"], "v1");
+        let mut label_keys = keys(&want["metadata"]["labels"]);
+        label_keys.push("pool".into());
+        label_keys.sort();
+        assert_eq!(keys(&got["metadata"]["labels"]), label_keys);
+        assert_eq!(got["metadata"]["annotations"], want["metadata"]["annotations"]);
+        assert_eq!(keys(&got["status"]), keys(&want["status"]));
+        assert_eq!(keys(&got["status"]["capacity"]), keys(&want["status"]["capacity"]));
+        assert_eq!(
+            keys(&got["status"]["allocatable"]),
+            keys(&want["status"]["allocatable"])
+        );
+        assert_eq!(keys(&got["status"]["nodeInfo"]), keys(&want["status"]["nodeInfo"]));
+        assert_eq!(got["status"]["daemonEndpoints"], want["status"]["daemonEndpoints"]);
+        let conditions = |v: &serde_json::Value| -> Vec<(String, Vec<String>)> {
+            v["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| (c["type"].as_str().unwrap_or_default().to_string(), keys(c)))
+                .collect()
+        };
+        assert_eq!(conditions(&got), conditions(want));
+        for i in 0..3 {
+            let (g, w) = (&got["status"]["conditions"][i], &want["status"]["conditions"][i]);
+            assert_eq!((&g["reason"], &g["message"]), (&w["reason"], &w["message"]));
+        }
+        let types: Vec<&str> = got["status"]["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["type"].as_str())
+            .collect();
+        assert_eq!(types, ["InternalIP", "Hostname"]);
+    });
+}
