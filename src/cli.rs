@@ -125,6 +125,32 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
     pub address: std::net::IpAddr,
 
+    /// Labels to add when registering the node, 'key=value,key2=value2'; repeatable (nodeLabels).
+    /// Only labels a node may set itself (NodeRestriction) are accepted.
+    #[arg(long, value_name = "KEY=VALUE,...")]
+    pub node_labels: Vec<String>,
+
+    /// Taints the node registers with, 'key=value:Effect,key2:Effect'; repeatable (registerWithTaints).
+    #[arg(long, value_name = "KEY=VALUE:EFFECT,...")]
+    pub register_with_taints: Vec<String>,
+
+    /// Resources reserved for Kubernetes system daemons, 'cpu=100m,memory=100Mi,ephemeral-storage=1Gi' (kubeReserved).
+    #[arg(long, value_name = "RESOURCE=QUANTITY,...")]
+    pub kube_reserved: Vec<String>,
+
+    /// Resources reserved for non-Kubernetes system daemons, 'cpu=100m,memory=100Mi' (systemReserved).
+    #[arg(long, value_name = "RESOURCE=QUANTITY,...")]
+    pub system_reserved: Vec<String>,
+
+    /// How often the node status is computed and posted when changed (nodeStatusUpdateFrequency).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub node_status_update_frequency: Duration,
+
+    /// Register the node with the API server (registerNode).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub register_node: bool,
+
     /// Log verbosity (klog style 0-10); RUST_LOG overrides it.
     #[arg(long = "v", short = 'v', value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
@@ -183,6 +209,29 @@ mod tests {
         assert_eq!(f.file_check_frequency, Duration::from_secs(20));
         assert_eq!(f.root_dir, PathBuf::from("/var/lib/kubelet"));
         assert_eq!(f.healthz_port, 10248);
+        assert_eq!(f.node_status_update_frequency, Duration::from_secs(10));
+        assert!(f.register_node);
+    }
+
+    #[test]
+    fn node_flags_parse_like_go_flags() {
+        let f = parse(&[
+            "--node-labels=a=b,c=d",
+            "--node-labels",
+            "e=f",
+            "--register-with-taints=k=v:NoSchedule",
+            "--kube-reserved=cpu=100m",
+            "--system-reserved=memory=1Gi",
+            "--register-node=false",
+        ])
+        .unwrap()
+        .flags;
+        assert_eq!(f.node_labels, vec!["a=b,c=d", "e=f"]);
+        assert_eq!(f.register_with_taints, vec!["k=v:NoSchedule"]);
+        assert_eq!(f.kube_reserved, vec!["cpu=100m"]);
+        assert_eq!(f.system_reserved, vec!["memory=1Gi"]);
+        assert!(!f.register_node);
+        assert!(parse(&["--register-node"]).unwrap().flags.register_node);
     }
 
     #[test]

@@ -16,11 +16,15 @@
 pub mod api_source;
 pub mod client;
 pub mod events;
+pub mod lease;
 pub mod mirror_index;
+pub mod node;
 pub mod rate_limit;
 
 pub use api_source::ApiSource;
 pub use client::{ClientError, client_from_config, client_from_kubeconfig};
 pub use events::EventRecorderActor;
+pub use lease::{LeaseActor, LeaseDeps};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
+pub use node::{NodeActor, NodeDeps, NodeHandle};
 pub use rate_limit::Qps;

@@ -1,11 +1,15 @@
 //! [`KubeletConfig`]: the settings the assembled system runs with, built from
 //! flags (and later the config file), validated before anything starts.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Taint;
+
 use crate::cli::KubeletFlags;
+use crate::cluster::node::flags::{Reserved, parse_node_labels, parse_reserved, parse_taints};
 use crate::sync_loop::SyncLoopConfig;
 
 /// A setting that cannot be used; names the flag and the reason.
@@ -93,6 +97,22 @@ pub struct KubeletConfig {
     pub shutdown_deadline: Duration,
     /// The wall clock (system clock by default).
     pub wall_clock: WallClock,
+    /// Cluster mode: register the Node with the API server (`registerNode`).
+    pub register_node: bool,
+    /// Labels added to the Node at registration (`--node-labels`).
+    pub node_labels: BTreeMap<String, String>,
+    /// Taints the Node registers with (`--register-with-taints`).
+    pub register_with_taints: Vec<Taint>,
+    /// `kubeReserved`.
+    pub kube_reserved: Reserved,
+    /// `systemReserved`.
+    pub system_reserved: Reserved,
+    /// How often the node status is computed and written when changed
+    /// (`nodeStatusUpdateFrequency`, 10 s).
+    pub node_status_update_frequency: Duration,
+    /// How often the node status is written even when unchanged
+    /// (`nodeStatusReportFrequency`, 5 min).
+    pub node_status_report_frequency: Duration,
 }
 
 impl KubeletConfig {
@@ -120,6 +140,13 @@ impl KubeletConfig {
             runtime_name: "containerd".into(),
             shutdown_deadline: Duration::from_secs(30),
             wall_clock: WallClock::system(),
+            register_node: true,
+            node_labels: BTreeMap::new(),
+            register_with_taints: vec![],
+            kube_reserved: Reserved::default(),
+            system_reserved: Reserved::default(),
+            node_status_update_frequency: Duration::from_secs(10),
+            node_status_report_frequency: Duration::from_secs(300),
         }
     }
 
@@ -176,6 +203,20 @@ impl KubeletConfig {
             });
         }
         c.max_pods = flags.max_pods;
+        let invalid = |field: &'static str| move |reason: String| ConfigError { field, reason };
+        c.node_labels = parse_node_labels(&flags.node_labels).map_err(invalid("--node-labels"))?;
+        c.register_with_taints =
+            parse_taints(&flags.register_with_taints).map_err(invalid("--register-with-taints"))?;
+        c.kube_reserved = parse_reserved(&flags.kube_reserved).map_err(invalid("--kube-reserved"))?;
+        c.system_reserved = parse_reserved(&flags.system_reserved).map_err(invalid("--system-reserved"))?;
+        if flags.node_status_update_frequency.is_zero() {
+            return Err(ConfigError {
+                field: "--node-status-update-frequency",
+                reason: "must be greater than zero".into(),
+            });
+        }
+        c.node_status_update_frequency = flags.node_status_update_frequency;
+        c.register_node = flags.register_node;
         c.read_only_addr = (flags.read_only_port != 0).then(|| SocketAddr::new(flags.address, flags.read_only_port));
         c.healthz_addr =
             (flags.healthz_port != 0).then(|| SocketAddr::new(flags.healthz_bind_address, flags.healthz_port));
@@ -221,5 +262,42 @@ mod tests {
         assert_eq!(e.field, "--manifest-url-header");
         let e = KubeletConfig::from_flags(&flags(&["--hostname-override=bad_name!"]), "h").unwrap_err();
         assert!(e.to_string().contains("--hostname-override"), "{e}");
+        for (arg, field) in [
+            ("--node-labels=kubernetes.io/role=x", "--node-labels"),
+            ("--register-with-taints=a=b:Never", "--register-with-taints"),
+            ("--kube-reserved=cpu=many", "--kube-reserved"),
+            ("--system-reserved=disk=1", "--system-reserved"),
+            ("--node-status-update-frequency=0s", "--node-status-update-frequency"),
+        ] {
+            let e = KubeletConfig::from_flags(&flags(&[arg]), "h").unwrap_err();
+            assert_eq!(e.field, field, "{arg}");
+            assert!(e.to_string().contains(field), "{e}");
+        }
+    }
+
+    #[test]
+    fn node_flags_reach_the_config() {
+        let c = KubeletConfig::from_flags(
+            &flags(&[
+                "--node-labels=pool=a",
+                "--register-with-taints=dedicated=gpu:NoSchedule",
+                "--kube-reserved=cpu=100m,memory=100Mi",
+                "--system-reserved=cpu=200m",
+                "--node-status-update-frequency=4s",
+                "--register-node=false",
+            ]),
+            "h",
+        )
+        .unwrap();
+        assert_eq!(c.node_labels.get("pool").map(String::as_str), Some("a"));
+        assert_eq!(c.register_with_taints[0].key, "dedicated");
+        assert_eq!(c.kube_reserved.plus(c.system_reserved).cpu_milli, 300);
+        assert_eq!(c.kube_reserved.memory_bytes, 100 << 20);
+        assert_eq!(c.node_status_update_frequency, Duration::from_secs(4));
+        assert_eq!(c.node_status_report_frequency, Duration::from_secs(300));
+        assert!(!c.register_node);
+        let d = KubeletConfig::from_flags(&flags(&[]), "h").unwrap();
+        assert!(d.register_node);
+        assert_eq!(d.node_status_update_frequency, Duration::from_secs(10));
     }
 }

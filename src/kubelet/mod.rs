@@ -9,5 +9,5 @@ mod node_facts;
 mod start;
 
 pub use config::{ConfigError, KubeletConfig, WallClock};
-pub use node_facts::{NodeFacts, detect_node_ip};
+pub use node_facts::{MachineInfo, NodeFacts, detect_node_ip};
 pub use start::{Extensions, Kubelet, SourceSpecFactory, StartError, go_arch, start, start_with};

@@ -1,6 +1,8 @@
-//! Facts about this machine the kubelet reports and uses: IP, memory, CPUs.
+//! Facts about this machine the kubelet reports and uses: IP, memory, CPUs,
+//! disk, and the identity shown in the Node's `nodeInfo`.
 
 use std::net::IpAddr;
+use std::path::Path;
 
 /// What the node has.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -9,6 +11,9 @@ pub struct NodeFacts {
     pub memory_bytes: i64,
     /// Logical CPUs.
     pub cpus: i64,
+    /// Size of the filesystem holding the kubelet's root directory (nodefs),
+    /// in bytes; 0 when unknown.
+    pub ephemeral_storage_bytes: i64,
 }
 
 impl NodeFacts {
@@ -25,8 +30,69 @@ impl NodeFacts {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get() as i64)
             .unwrap_or(1);
-        Self { memory_bytes, cpus }
+        Self {
+            memory_bytes,
+            cpus,
+            ephemeral_storage_bytes: filesystem_size(Path::new("/")).unwrap_or(0),
+        }
     }
+
+    /// Takes ephemeral storage from the filesystem of `root_dir` (the
+    /// kubelet's root directory, or its nearest existing parent).
+    pub fn with_root_dir(mut self, root_dir: &Path) -> Self {
+        if let Some(size) = root_dir.ancestors().find(|p| p.exists()).and_then(filesystem_size) {
+            self.ephemeral_storage_bytes = size;
+        }
+        self
+    }
+}
+
+/// Total bytes of the filesystem holding `path` (`statvfs`: blocks × fragment size).
+pub fn filesystem_size(path: &Path) -> Option<i64> {
+    let st = nix::sys::statvfs::statvfs(path).ok()?;
+    let bytes = u128::from(st.blocks()) * u128::from(st.fragment_size());
+    i64::try_from(bytes).ok()
+}
+
+/// Who this machine is, as `nodeInfo` reports it; empty strings where a
+/// file cannot be read (as upstream reports them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MachineInfo {
+    /// `/proc/sys/kernel/osrelease`.
+    pub kernel_version: String,
+    /// `PRETTY_NAME` of `/etc/os-release`.
+    pub os_image: String,
+    /// `/etc/machine-id`.
+    pub machine_id: String,
+    /// `/sys/class/dmi/id/product_uuid` (root only).
+    pub system_uuid: String,
+    /// `/proc/sys/kernel/random/boot_id`.
+    pub boot_id: String,
+}
+
+impl MachineInfo {
+    /// Reads the files above.
+    pub fn detect() -> Self {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        Self {
+            kernel_version: read("/proc/sys/kernel/osrelease"),
+            os_image: parse_pretty_name(&read("/etc/os-release")).unwrap_or_else(|| "Linux".into()),
+            machine_id: read("/etc/machine-id"),
+            system_uuid: read("/sys/class/dmi/id/product_uuid"),
+            boot_id: read("/proc/sys/kernel/random/boot_id"),
+        }
+    }
+}
+
+/// `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"` → `Debian GNU/Linux 12 (bookworm)`.
+pub fn parse_pretty_name(os_release: &str) -> Option<String> {
+    let line = os_release.lines().find_map(|l| l.trim().strip_prefix("PRETTY_NAME="))?;
+    let v = line.trim().trim_matches(|c| c == '"' || c == '\'');
+    (!v.is_empty()).then(|| v.to_string())
 }
 
 /// `MemTotal:  24576000 kB` → bytes.
@@ -66,5 +132,19 @@ mod tests {
             Some(2 * 1024 * 1024)
         );
         assert_eq!(parse_mem_total("nothing"), None);
+    }
+
+    #[test]
+    fn pretty_name_is_unquoted() {
+        let os = "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n";
+        assert_eq!(parse_pretty_name(os).as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
+        assert_eq!(parse_pretty_name("PRETTY_NAME=Alpine").as_deref(), Some("Alpine"));
+        assert_eq!(parse_pretty_name("ID=x"), None);
+    }
+
+    #[test]
+    fn the_root_filesystem_has_a_size() {
+        let f = NodeFacts::detect().with_root_dir(Path::new("/nonexistent/deeper"));
+        assert!(f.ephemeral_storage_bytes > 0);
     }
 }
