@@ -24,13 +24,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::config::KubeletConfig;
-use super::node_facts::{NodeFacts, detect_node_ip};
+use super::node_facts::{MachineInfo, NodeFacts, detect_node_ip};
 use crate::actors::supervisor::{
     AnyChildSpec, ChildRef, ChildSpec, RestartPolicy, RootSupervisor, ShutdownReport, Strategy, SupervisedRecipient,
     SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
-use crate::cluster::{ApiSource, EventRecorderActor, MirrorPods};
+use crate::cluster::{
+    ApiSource, EventRecorderActor, LeaseActor, LeaseDeps, MirrorPods, NodeActor, NodeDeps, NodeHandle,
+};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
 };
@@ -99,6 +101,8 @@ pub struct Kubelet {
     pub mirror_pods: MirrorPods,
     /// Records core/v1 Events (cluster mode; logs only otherwise).
     pub events: EventRecorder,
+    /// The registered Node's UID and latest conditions (cluster mode).
+    pub node: NodeHandle,
 }
 
 impl Kubelet {
@@ -151,6 +155,10 @@ impl Kubelet {
 /// Events waiting for the event recorder (a full mailbox drops events, as
 /// upstream's broadcaster does).
 const EVENTS_MAILBOX: usize = 1000;
+
+/// The kubelet's port as the Node's daemonEndpoints report it (the
+/// authenticated server is not built yet; upstream's default).
+const KUBELET_PORT: i32 = 10250;
 
 /// Status-manager mailbox slots per allowed pod.
 const STATUS_MAILBOX_PER_POD: usize = 4;
@@ -419,7 +427,35 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     }
 
     let mirror_pods = MirrorPods::new();
+    let node_handle = NodeHandle::default();
     if let Some(client) = &ext.api_client {
+        let deps = NodeDeps {
+            client: client.clone(),
+            node_name: config.node_name.clone(),
+            node_ip: node_ip.clone(),
+            register_node: config.register_node,
+            node_labels: config.node_labels.clone(),
+            taints: config.register_with_taints.clone(),
+            max_pods: config.max_pods,
+            reserved: config.kube_reserved.plus(config.system_reserved),
+            facts: facts.clone().with_root_dir(&config.root_dir),
+            machine: MachineInfo::detect(),
+            runtime: runtime.clone(),
+            runtime_health: health_rx.clone(),
+            pleg_health: pleg_health.clone(),
+            started,
+            events: events.clone(),
+            observers: ext.node_observers.clone(),
+            kubelet_port: KUBELET_PORT,
+            update_frequency: config.node_status_update_frequency,
+            report_frequency: config.node_status_report_frequency,
+            wall_clock: config.wall_clock.clone(),
+            handle: node_handle.clone(),
+        };
+        root = root.child(ChildSpec::new("node", move || NodeActor::new(deps.clone())));
+        let lease = LeaseDeps::new(client.clone(), config.node_name.clone(), node_handle.clone());
+        root = root.child(ChildSpec::new("node-lease", move || LeaseActor::new(lease.clone())));
+
         let (client, node, out, mirrors) = (
             client.clone(),
             config.node_name.clone(),
@@ -480,5 +516,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         manifest_errors,
         mirror_pods,
         events,
+        node: node_handle,
     })
 }
