@@ -313,3 +313,58 @@ fn a_runtime_panic_in_a_pod_worker_is_contained() {
         only_restarted(&node, path);
     });
 }
+
+#[test]
+fn node_conditions_are_observed_without_an_api_server() {
+    run_paused(async {
+        let mock = MockRuntime::new();
+        let seen: Arc<Mutex<Vec<(String, String, String, String)>>> = Arc::default();
+        let s = seen.clone();
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(move |b| {
+                b.configure(|c| c.runtime_health_period = Duration::from_secs(1))
+                    .on_node_condition(move |c| {
+                        s.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((c.type_, c.status, c.reason, c.message))
+                    })
+            })
+            .start();
+        let ready = |status: &'static str| {
+            let seen = seen.clone();
+            move || {
+                seen.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .rev()
+                    .find(|c| c.0 == "Ready")
+                    .is_some_and(|c| c.1 == status)
+            }
+        };
+        wait_until(ready("True"), Duration::from_secs(30)).await.unwrap();
+        let types: Vec<String> = seen.lock().unwrap().iter().map(|c| c.0.clone()).collect();
+        for t in ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"] {
+            assert!(types.iter().any(|x| x == t), "{t} reported: {types:?}");
+        }
+        assert_eq!(node.kubelet().node.ready(), Some(true));
+
+        mock.set_down(true);
+        wait_until(ready("False"), Duration::from_secs(30)).await.unwrap();
+        let last = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|c| c.0 == "Ready")
+            .cloned()
+            .unwrap();
+        assert_eq!(last.2, "KubeletNotReady");
+        assert!(last.3.contains("container runtime"), "{last:?}");
+        assert_eq!(node.kubelet().node.ready(), Some(false));
+
+        mock.set_down(false);
+        wait_until(ready("True"), Duration::from_secs(30)).await.unwrap();
+        node.shutdown().await.unwrap();
+    });
+}

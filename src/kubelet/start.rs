@@ -30,6 +30,7 @@ use crate::actors::supervisor::{
     SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
+use crate::cluster::node::LocalNodeConditions;
 use crate::cluster::{
     ApiSource, EventRecorderActor, LeaseActor, LeaseDeps, MirrorPods, NodeActor, NodeDeps, NodeHandle,
 };
@@ -455,7 +456,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         root = root.child(ChildSpec::new("node", move || NodeActor::new(deps.clone())));
         let lease = LeaseDeps::new(client.clone(), config.node_name.clone(), node_handle.clone());
         root = root.child(ChildSpec::new("node-lease", move || LeaseActor::new(lease.clone())));
-
         let (client, node, out, mirrors) = (
             client.clone(),
             config.node_name.clone(),
@@ -464,6 +464,26 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         );
         root = root.child(ChildSpec::new("api-source", move || {
             ApiSource::new(client.clone(), node.clone(), out.clone(), mirrors.clone())
+        }));
+    } else {
+        let (h, p, o, nh, period, clock) = (
+            health_rx.clone(),
+            pleg_health.clone(),
+            ext.node_observers.clone(),
+            node_handle.clone(),
+            config.node_status_update_frequency,
+            config.wall_clock.clone(),
+        );
+        root = root.child(ChildSpec::new("node-conditions", move || {
+            LocalNodeConditions::new(
+                h.clone(),
+                p.clone(),
+                started,
+                o.clone(),
+                nh.clone(),
+                period,
+                clock.clone(),
+            )
         }));
     }
 

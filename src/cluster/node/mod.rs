@@ -16,6 +16,7 @@
 pub mod actor;
 pub mod conditions;
 pub mod flags;
+pub mod local;
 pub mod patch;
 pub mod registration;
 pub mod status;
@@ -30,6 +31,7 @@ use tokio::sync::watch;
 
 pub use actor::NodeActor;
 pub use flags::Reserved;
+pub use local::LocalNodeConditions;
 
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::cri::SharedRuntime;
