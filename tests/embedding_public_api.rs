@@ -314,11 +314,14 @@ fn a_runtime_panic_in_a_pod_worker_is_contained() {
     });
 }
 
+/// type, status, reason, message
+type Condition = (String, String, String, String);
+
 #[test]
 fn node_conditions_are_observed_without_an_api_server() {
     run_paused(async {
         let mock = MockRuntime::new();
-        let seen: Arc<Mutex<Vec<(String, String, String, String)>>> = Arc::default();
+        let seen: Arc<Mutex<Vec<Condition>>> = Arc::default();
         let s = seen.clone();
         let node = TestNode::builder()
             .mock(mock.clone())
