@@ -16,11 +16,13 @@
 pub mod api_source;
 pub mod client;
 pub mod mirror_index;
+pub mod mirror_pods;
 pub mod rate_limit;
 pub mod status_sync;
 
 pub use api_source::ApiSource;
 pub use client::{ClientError, client_from_config, client_from_kubeconfig};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
+pub use mirror_pods::{MirrorPodDeps, MirrorPodManager, SyncMirrorPods};
 pub use rate_limit::Qps;
 pub use status_sync::{StatusSyncDeps, StatusSyncSink, StatusSyncer};
