@@ -175,8 +175,8 @@ impl StatusSyncer {
         };
         let desired = self.deps.pods.get(&uid);
         let target = resolve_target(&uid, desired.as_ref(), &current, &self.deps.mirrors);
-        if target == Target::NoMirror {
-            tracing::debug!(%uid, pod = %current.pod_name, "static pod has no mirror pod yet: status waits");
+        if target == Target::Nowhere {
+            tracing::debug!(%uid, pod = %current.pod_name, "no API object to write to yet (static pod without mirror pod?): status waits");
             self.retry_later(uid, ctx);
             return;
         }

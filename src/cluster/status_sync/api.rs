@@ -83,7 +83,7 @@ pub async fn write_status(
         Target::Pod { namespace, name, .. } | Target::Mirror { namespace, name, .. } => {
             (namespace.clone(), name.clone())
         }
-        Target::NoMirror => return Ok(WriteOutcome::Gone),
+        Target::Nowhere => return Ok(WriteOutcome::Gone),
     };
     let api: Api<Pod> = Api::namespaced(client, &namespace);
     let pod = match api.get(&name).await {

@@ -37,8 +37,9 @@ pub enum Target {
         /// The mirror pod's UID as the watch last reported it.
         uid: String,
     },
-    /// A static pod whose mirror pod does not exist (yet): nothing to write to.
-    NoMirror,
+    /// Nothing to write to (yet): a static pod without a mirror pod, or a pod
+    /// known only by its UID. The write waits.
+    Nowhere,
 }
 
 impl Target {
@@ -46,7 +47,7 @@ impl Target {
     pub fn uid(&self) -> Option<&str> {
         match self {
             Target::Pod { uid, .. } | Target::Mirror { uid, .. } => Some(uid),
-            Target::NoMirror => None,
+            Target::Nowhere => None,
         }
     }
 }
@@ -70,7 +71,7 @@ pub fn resolve_target(
                     name,
                     uid: m.metadata.uid.clone().unwrap_or_default(),
                 },
-                None => Target::NoMirror,
+                None => Target::Nowhere,
             }
         }
         Some(d) => Target::Pod {
@@ -78,6 +79,7 @@ pub fn resolve_target(
             name: d.pod.metadata.name.clone().unwrap_or_default(),
             uid: uid.as_str().to_string(),
         },
+        None if status.pod_name.is_empty() => Target::Nowhere,
         None => Target::Pod {
             namespace: status.pod_namespace.clone(),
             name: status.pod_name.clone(),
@@ -93,7 +95,7 @@ pub fn accepts(target: &Target, fetched: &Pod) -> bool {
     match target {
         Target::Pod { uid, .. } => fetched.metadata.uid.as_deref() == Some(uid.as_str()),
         Target::Mirror { .. } => is_mirror_pod(fetched),
-        Target::NoMirror => false,
+        Target::Nowhere => false,
     }
 }
 

@@ -59,7 +59,7 @@ fn api_pods_write_to_themselves_and_static_pods_to_their_mirror() {
     let stat = desired(pod("static-web", "u1", false), PodSource::File);
     assert_eq!(
         resolve_target(&uid, Some(&stat), &versioned(1, "Running"), &mirrors),
-        Target::NoMirror
+        Target::Nowhere
     );
     mirrors.upsert(Arc::new(pod("static-web", "m1", true)));
     assert_eq!(
@@ -70,7 +70,10 @@ fn api_pods_write_to_themselves_and_static_pods_to_their_mirror() {
             uid: "m1".into()
         }
     );
-    // Unknown to the pod manager: the name the status was cached under.
+    // Unknown to the pod manager: the name the status was cached under, if any.
+    let mut unnamed = versioned(1, "Running");
+    unnamed.pod_name.clear();
+    assert_eq!(resolve_target(&uid, None, &unnamed, &mirrors), Target::Nowhere);
     assert_eq!(
         resolve_target(&uid, None, &versioned(1, "Running"), &mirrors),
         Target::Pod {
