@@ -222,6 +222,7 @@ fn the_static_pods_status_lands_on_its_mirror_pod() {
         let mut deps = StatusSyncDeps::new(client, pods.clone(), statuses.clone(), PodCache::new(), mirrors.clone());
         deps.initial_backoff = Duration::from_millis(100);
         deps.max_backoff = Duration::from_millis(500);
+        deps.resync_interval = Duration::from_millis(300);
         let syncer = StatusSyncer::new(deps).start();
         let manager = StatusManager::with_cache(statuses)
             .with_sink(StatusSyncSink::new(syncer.recipient()))
@@ -249,8 +250,22 @@ fn the_static_pods_status_lands_on_its_mirror_pod() {
             "written with the mirror pod's UID"
         );
         assert_eq!(
-            mirror.status.and_then(|s| s.container_statuses).map(|c| c.len()),
+            mirror
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .map(|c| c.len()),
             Some(1)
         );
+
+        // The mirror pod is removed and recreated: the resync writes the
+        // (unchanged) status to the new one.
+        server.store().remove("pods", "default", NAME);
+        eventually("the status on the recreated mirror pod", T, || {
+            mirror_on_api(&server)
+                .filter(|p| uid(p) != uid(&mirror))
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        })
+        .await;
     });
 }

@@ -172,6 +172,41 @@ fn status_reaches_the_api_with_the_uid_check() {
 }
 
 #[test]
+fn the_resync_restores_a_status_changed_behind_our_back() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let h = start(&server, Duration::from_millis(300)).await;
+        let pod = create_api_pod(&server, &h, "web");
+        send(&h, &pod, running_status(2));
+        eventually("the status on the API", T, || {
+            (api_restarts(&server, "web") == Some(2)).then_some(())
+        })
+        .await;
+
+        // Someone else rewrites the status; the watch brings it to the pod manager.
+        let patched = server
+            .store()
+            .patch(
+                "pods",
+                "default",
+                "web",
+                Some("status"),
+                "application/merge-patch+json",
+                &json!({"status": {"phase": "Pending", "containerStatuses": []}}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let seen: Pod = serde_json::from_value(patched).unwrap_or_else(|e| panic!("{e}"));
+        h.pods.upsert(Arc::new(seen), PodSource::Api);
+
+        eventually("our status back on the API", T, || {
+            let p = server.store().pod("default", "web")?;
+            (p.status?.phase.as_deref() == Some("Running") && api_restarts(&server, "web") == Some(2)).then_some(())
+        })
+        .await;
+    });
+}
+
+#[test]
 fn a_recreated_pod_does_not_get_the_old_pods_status() {
     run(|| async {
         let server = TestApiServer::start();

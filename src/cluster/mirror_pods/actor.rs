@@ -30,7 +30,9 @@ pub struct MirrorPodDeps {
     /// How often to compare static pods with mirror pods.
     pub interval: Duration,
     /// How long a created mirror pod may take to show up in the watch
-    /// before it is created again.
+    /// before it is created again (a create of one that exists is answered
+    /// AlreadyExists and counts as done), and how long a deleted one is
+    /// ignored while the watch may still report it.
     pub pending_ttl: Duration,
 }
 
@@ -46,7 +48,7 @@ impl fmt::Debug for MirrorPodDeps {
 
 impl MirrorPodDeps {
     /// Deps comparing every 2 s (upstream's housekeeping period), waiting up to
-    /// 30 s for a created mirror pod to be watched.
+    /// 5 s for a created mirror pod to be watched.
     pub fn new(client: Client, node_name: impl Into<String>, pods: PodManager, mirrors: MirrorPods) -> Self {
         Self {
             client,
@@ -54,7 +56,7 @@ impl MirrorPodDeps {
             pods,
             mirrors,
             interval: Duration::from_secs(2),
-            pending_ttl: Duration::from_secs(30),
+            pending_ttl: Duration::from_secs(5),
         }
     }
 }

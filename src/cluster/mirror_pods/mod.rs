@@ -15,9 +15,13 @@
 //!   precondition) and created again;
 //! - orphaned (no static pod of that `namespace/name`) → deleted.
 //!
-//! A creation is remembered until the watch reports it, so a slow watch never
-//! causes a second create; a deleted mirror is ignored while the watch may
-//! still report it.
+//! A creation is remembered until the watch reports it (for at most
+//! `pending_ttl`, 5 s: a mirror pod removed before the watch was looked at is
+//! then created again), so a lagging watch does not cause a second create; a
+//! deleted mirror is ignored for as long while the watch may still report it.
+//! Every call is idempotent: a create that finds the same mirror answers
+//! AlreadyExists and counts as done, a delete that finds it gone (404) or
+//! replaced (409, UID precondition) too.
 
 pub mod actor;
 pub mod api;
