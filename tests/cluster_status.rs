@@ -203,6 +203,12 @@ fn the_resync_restores_a_status_changed_behind_our_back() {
             (p.status?.phase.as_deref() == Some("Running") && api_restarts(&server, "web") == Some(2)).then_some(())
         })
         .await;
+
+        // Once equal, resyncs read but do not write.
+        let writes = status_patches(&server, "web").len();
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let all = status_patches(&server, "web");
+        assert_eq!(all.len(), writes, "resyncs patched an equal status");
     });
 }
 

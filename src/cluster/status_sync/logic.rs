@@ -122,17 +122,14 @@ pub fn status_to_send(api: &Pod, ours: &PodStatus, could_run: bool, now: Timesta
 /// Whether patching `new` would change the API's status: a field `new` sets
 /// has another value there (fields `new` leaves out are not patched).
 /// Compared as JSON, so times count to the second like the API stores them,
-/// conditions by type whatever their order, and an empty list as none.
+/// conditions by type whatever their order, and empty values as none.
 pub fn differs(api: Option<&PodStatus>, new: &PodStatus) -> bool {
     fn normalized(status: &PodStatus) -> Value {
         let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
         if let Some(Value::Array(conds)) = v.get_mut("conditions") {
             conds.sort_by(|a, b| a["type"].as_str().cmp(&b["type"].as_str()));
         }
-        // An empty list patches nothing, like a missing one.
-        if let Some(fields) = v.as_object_mut() {
-            fields.retain(|_, f| f.as_array().is_none_or(|a| !a.is_empty()));
-        }
+        prune_empty(&mut v);
         v
     }
     let api = api.map(normalized).unwrap_or_else(|| json!({}));
@@ -140,6 +137,28 @@ pub fn differs(api: Option<&PodStatus>, new: &PodStatus) -> bool {
     match new.as_object() {
         Some(fields) => fields.iter().any(|(k, v)| api.get(k) != Some(v)),
         None => false,
+    }
+}
+
+/// Drops null, `{}` and `[]` values (after pruning inside them): the API
+/// server stores Go structs, so an empty `lastState` comes back as `{}`, and
+/// an empty list patches nothing, like a missing one.
+fn prune_empty(v: &mut Value) {
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    };
+    match v {
+        Value::Object(m) => {
+            for f in m.values_mut() {
+                prune_empty(f);
+            }
+            m.retain(|_, f| !empty(f));
+        }
+        Value::Array(a) => a.iter_mut().for_each(prune_empty),
+        _ => {}
     }
 }
 

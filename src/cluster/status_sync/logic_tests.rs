@@ -182,6 +182,30 @@ fn differs_only_on_fields_we_set() {
 }
 
 #[test]
+fn empty_values_the_api_server_fills_in_do_not_differ() {
+    let api: PodStatus = serde_json::from_value(json!({
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": null}],
+        "containerStatuses": [{"name": "app", "image": "i", "imageID": "", "ready": true,
+            "restartCount": 0, "lastState": {}, "state": {"running": {}}}]
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ours: PodStatus = serde_json::from_value(json!({
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": "app", "image": "i", "imageID": "", "ready": true,
+            "restartCount": 0, "state": {"running": {}}}]
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!differs(Some(&api), &ours));
+    let mut restarted = ours.clone();
+    if let Some(cs) = restarted.container_statuses.as_mut() {
+        cs[0].restart_count = 1;
+    }
+    assert!(differs(Some(&api), &restarted));
+}
+
+#[test]
 fn conditions_in_another_order_do_not_differ() {
     let c = |t: &str| PodCondition {
         type_: t.into(),
