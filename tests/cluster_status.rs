@@ -128,6 +128,27 @@ fn status_reaches_the_api_with_the_uid_check() {
         let h = start(&server, Duration::from_secs(10)).await;
         let pod = create_api_pod(&server, &h, "web");
         let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let mut not_ready = running_status(0);
+        not_ready.phase = Some("Pending".into());
+        for c in not_ready.conditions.iter_mut().flatten() {
+            if c.type_ == "Ready" {
+                c.status = "False".into();
+                c.reason = Some("ContainersNotReady".into());
+                c.message = Some("containers with unready status: [app]".into());
+            }
+        }
+        send(&h, &pod, not_ready);
+        eventually("Pending on the API", T, || {
+            (server
+                .store()
+                .pod("default", "web")?
+                .status?
+                .conditions?
+                .iter()
+                .any(|c| c.reason.is_some()))
+            .then_some(())
+        })
+        .await;
         send(&h, &pod, running_status(0));
 
         let on_api = eventually("the status on the API", T, || {
@@ -140,12 +161,18 @@ fn status_reaches_the_api_with_the_uid_check() {
         assert_eq!(status.host_ip.as_deref(), Some("10.0.0.1"));
         let types: Vec<String> = status.conditions.iter().flatten().map(|c| c.type_.clone()).collect();
         assert_eq!(types, ["Initialized", "Ready", "ContainersReady", "PodScheduled"]);
+        let ready = status.conditions.iter().flatten().find(|c| c.type_ == "Ready");
+        assert_eq!(
+            ready.map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref())),
+            Some(("True", None, None)),
+            "the not-ready reason is cleared"
+        );
         let cs = status.container_statuses.unwrap_or_default();
         assert_eq!(cs.len(), 1);
         assert!(cs[0].state.as_ref().and_then(|s| s.running.as_ref()).is_some());
 
         let patches = status_patches(&server, "web");
-        let patch = patches.first().unwrap_or_else(|| panic!("no status patch"));
+        let patch = patches.last().unwrap_or_else(|| panic!("no status patch"));
         assert_eq!(patch.status, 200);
         assert_eq!(patch.user, "system:node:test-node");
         assert_eq!(
@@ -158,6 +185,13 @@ fn status_reaches_the_api_with_the_uid_check() {
             body["status"]["$setElementOrder/conditions"][0],
             json!({"type": "Initialized"})
         );
+        let ready_patch = body["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(ready_patch["reason"], json!(null), "{body}");
+        assert!(ready_patch.get("reason").is_some(), "cleared explicitly: {body}");
 
         // An unchanged status is not written again.
         let writes = patches.len();

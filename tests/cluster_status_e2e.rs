@@ -52,7 +52,17 @@ fn a_bound_pod_reports_its_status_and_is_finalised_after_a_graceful_delete() {
         assert!(status.pod_ip.is_some(), "{status:?}");
         let cs = status.container_statuses.unwrap_or_default();
         assert_eq!(cs.first().map(|c| c.name.as_str()), Some("app"));
-        assert!(status.conditions.iter().flatten().any(|c| c.type_ == "Ready"));
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "Ready")
+            .unwrap_or_else(|| panic!("no Ready condition"));
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_deref(), ready.message.as_deref()),
+            ("True", None, None),
+            "the reason of the earlier not-ready condition is cleared"
+        );
 
         // Deleted with a grace period: killed, then deleted for good by the node.
         store

@@ -107,7 +107,7 @@ pub async fn write_status(
         tracing::trace!(pod = %format!("{namespace}/{name}"), "status unchanged on the API");
         return Ok(WriteOutcome::Written(Box::new(pod)));
     }
-    let patch = Patch::Strategic(status_patch(&uid, &new));
+    let patch = Patch::Strategic(status_patch(&uid, pod.status.as_ref(), &new));
     match api.patch_status(&name, &PatchParams::default(), &patch).await {
         Ok(p) => {
             tracing::debug!(pod = %format!("{namespace}/{name}"), %uid, phase = ?new.phase, "pod status patched");

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
-use serde_json::{Value, json};
 
 use crate::cluster::mirror_index::{MirrorPods, is_mirror_pod};
 use crate::kuberuntime::pod_status::SandboxState;
@@ -15,6 +14,8 @@ use crate::pleg::cache::CacheEntry;
 use crate::pod_manager::DesiredPod;
 use crate::status::VersionedStatus;
 use crate::status::api_merge::merge_for_api;
+
+pub use super::patch::{differs, status_patch};
 
 /// Which API object a pod's status is written to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,67 +118,6 @@ pub fn could_have_running_containers(entry: Option<&CacheEntry>) -> bool {
 /// The status to send: ours merged onto the API's (upstream `mergePodStatus`).
 pub fn status_to_send(api: &Pod, ours: &PodStatus, could_run: bool, now: Timestamp) -> PodStatus {
     merge_for_api(&api.status.clone().unwrap_or_default(), ours.clone(), could_run, now)
-}
-
-/// Whether patching `new` would change the API's status: a field `new` sets
-/// has another value there (fields `new` leaves out are not patched).
-/// Compared as JSON, so times count to the second like the API stores them,
-/// conditions by type whatever their order, and empty values as none.
-pub fn differs(api: Option<&PodStatus>, new: &PodStatus) -> bool {
-    fn normalized(status: &PodStatus) -> Value {
-        let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
-        if let Some(Value::Array(conds)) = v.get_mut("conditions") {
-            conds.sort_by(|a, b| a["type"].as_str().cmp(&b["type"].as_str()));
-        }
-        prune_empty(&mut v);
-        v
-    }
-    let api = api.map(normalized).unwrap_or_else(|| json!({}));
-    let new = normalized(new);
-    match new.as_object() {
-        Some(fields) => fields.iter().any(|(k, v)| api.get(k) != Some(v)),
-        None => false,
-    }
-}
-
-/// Drops null, `{}` and `[]` values (after pruning inside them): the API
-/// server stores Go structs, so an empty `lastState` comes back as `{}`, and
-/// an empty list patches nothing, like a missing one.
-fn prune_empty(v: &mut Value) {
-    let empty = |v: &Value| match v {
-        Value::Null => true,
-        Value::Object(m) => m.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        _ => false,
-    };
-    match v {
-        Value::Object(m) => {
-            for f in m.values_mut() {
-                prune_empty(f);
-            }
-            m.retain(|_, f| !empty(f));
-        }
-        Value::Array(a) => a.iter_mut().for_each(prune_empty),
-        _ => {}
-    }
-}
-
-/// The strategic merge patch of `pods/<name>/status` (fixture 37): the UID
-/// check in `metadata.uid`, the whole status, and the order of the conditions.
-pub fn status_patch(uid: &str, status: &PodStatus) -> Value {
-    let mut body = serde_json::to_value(status).unwrap_or_else(|_| json!({}));
-    if let Some(obj) = body.as_object_mut() {
-        let order: Vec<Value> = status
-            .conditions
-            .iter()
-            .flatten()
-            .map(|c| json!({"type": c.type_}))
-            .collect();
-        if !order.is_empty() {
-            obj.insert("$setElementOrder/conditions".into(), Value::Array(order));
-        }
-    }
-    json!({"metadata": {"uid": uid}, "status": body})
 }
 
 /// Whether the API pod can be finalised (upstream `canBeDeleted`): it is being

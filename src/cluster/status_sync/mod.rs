@@ -12,9 +12,10 @@
 //!   keeps a set of dirty pods and reads the *latest* status when it writes.
 //!   A failed write (API server down) keeps the pod dirty and is retried with
 //!   backoff; nothing is lost and intermediate statuses are never replayed.
-//! - **UID-checked.** The patch is a strategic merge patch carrying
-//!   `metadata.uid` (a recreated pod of the same name answers 422); the pod is
-//!   read first and the status merged onto the API's ([`merge_for_api`]).
+//! - **UID-checked.** The pod is read first, the status merged onto the API's
+//!   ([`merge_for_api`]) and, when it differs, written as a two-way strategic
+//!   merge patch ([`patch`]) carrying `metadata.uid` (a recreated pod of the
+//!   same name answers 422).
 //! - **Static pods** write to their mirror pod (found in [`MirrorPods`]); with
 //!   no mirror yet the write waits.
 //! - **Resync every 10 s**: every pod whose written version is older, whose
@@ -29,6 +30,7 @@
 pub mod actor;
 pub mod api;
 pub mod logic;
+pub mod patch;
 pub mod sink;
 
 pub use actor::{ResyncStatuses, StatusSyncDeps, StatusSyncEvent, StatusSyncer};
