@@ -269,3 +269,30 @@ fn the_static_pods_status_lands_on_its_mirror_pod() {
         .await;
     });
 }
+
+#[test]
+fn mirror_pods_wait_for_the_node_to_register() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let dir = TempDir::new().unwrap_or_else(|e| panic!("{e}"));
+        let pods = PodManager::new();
+        pods.upsert(static_pod("h1"), PodSource::File);
+        let mirrors = MirrorPods::new();
+        start_mirroring(&server, &dir, &pods, &mirrors).await;
+        eventually("the node looked up", T, || {
+            node_requests(&server, "GET", &format!("/api/v1/nodes/{NODE}"))
+                .iter()
+                .any(|r| r.status == 404)
+                .then_some(())
+        })
+        .await;
+        assert!(
+            node_requests(&server, "POST", "/api/v1/namespaces/default/pods").is_empty(),
+            "no mirror pod without its owner"
+        );
+        let node_uid = register_node(&server);
+        let mirror = eventually("the mirror pod", T, || mirror_on_api(&server)).await;
+        let owner = mirror.metadata.owner_references.unwrap_or_default();
+        assert_eq!(owner.first().map(|o| o.uid.as_str()), Some(node_uid.as_str()));
+    });
+}

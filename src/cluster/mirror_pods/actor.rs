@@ -209,7 +209,11 @@ impl MirrorPodManager {
             if e.node_uid_refused() {
                 self.node_uid = None;
             }
-            tracing::warn!(node = %self.deps.node_name, pod = %name, error = %e, "mirror pod not synced; retrying");
+            if e.node_missing() {
+                tracing::debug!(node = %self.deps.node_name, pod = %name, "node not registered yet: mirror pod waits");
+            } else {
+                tracing::warn!(node = %self.deps.node_name, pod = %name, error = %e, "mirror pod not synced; retrying");
+            }
         }
     }
 }

@@ -50,6 +50,11 @@ pub enum MirrorError {
 }
 
 impl MirrorError {
+    /// Whether the Node is not registered (yet): mirror pods wait for it.
+    pub fn node_missing(&self) -> bool {
+        matches!(self, MirrorError::Node { source, .. } if api_code(source) == Some(404))
+    }
+
     /// Whether the cached Node UID may be stale (the owner reference was refused).
     pub fn node_uid_refused(&self) -> bool {
         matches!(self, MirrorError::Create { source, .. } if api_code(source) == Some(403))
