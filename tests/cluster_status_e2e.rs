@@ -168,3 +168,40 @@ fn a_status_change_while_the_api_server_is_down_arrives_when_it_returns() {
         .await;
     });
 }
+
+#[test]
+#[ignore = "needs the status syncer wired into start.rs"]
+fn a_force_deleted_pod_is_killed_at_once_and_its_status_dropped() {
+    run(|| async {
+        let server = TestApiServer::start();
+        server
+            .store()
+            .create("pods", "default", &bound_pod("web", "sleep 3600"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let node = start_node(&server, mock.clone(), |b| b).await;
+        eventually("Running on the API", T, || {
+            (api_phase(&server, "web").as_deref() == Some("Running")).then_some(())
+        })
+        .await;
+
+        server
+            .store()
+            .delete("pods", "default", "web", Some(0))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(api_pod(&server, "web").is_none(), "grace 0 removes it at once");
+        eventually("the container stopped", T, || {
+            (!mock.calls_to("StopContainer").is_empty()).then_some(())
+        })
+        .await;
+        eventually("the pod forgotten", T, || node.kubelet.pods.is_empty().then_some(())).await;
+        // The node never recreates nor finalises a pod that is gone.
+        assert!(
+            server
+                .requests()
+                .iter()
+                .all(|r| !(r.user == "system:node:test-node" && (r.method == "DELETE" || r.method == "POST"))),
+            "no write for a gone pod"
+        );
+    });
+}
