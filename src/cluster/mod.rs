@@ -18,13 +18,17 @@ pub mod client;
 pub mod events;
 pub mod lease;
 pub mod mirror_index;
+pub mod mirror_pods;
 pub mod node;
 pub mod rate_limit;
+pub mod status_sync;
 
 pub use api_source::ApiSource;
 pub use client::{ClientError, client_from_config, client_from_kubeconfig};
 pub use events::EventRecorderActor;
 pub use lease::{LeaseActor, LeaseDeps};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
+pub use mirror_pods::{MirrorPodDeps, MirrorPodManager, SyncMirrorPods};
 pub use node::{NodeActor, NodeDeps, NodeHandle};
 pub use rate_limit::Qps;
+pub use status_sync::{StatusSyncDeps, StatusSyncSink, StatusSyncer};
