@@ -4,6 +4,7 @@
 //! servers); [`start`] builds the tree inside the current actix `System`
 //! and returns a [`Kubelet`] handle to query and stop it.
 
+mod cluster;
 mod config;
 mod node_facts;
 mod start;

@@ -23,17 +23,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::cluster;
 use super::config::KubeletConfig;
-use super::node_facts::{MachineInfo, NodeFacts, detect_node_ip};
+use super::node_facts::{NodeFacts, detect_node_ip};
 use crate::actors::supervisor::{
     AnyChildSpec, ChildRef, ChildSpec, RestartPolicy, RootSupervisor, ShutdownReport, Strategy, SupervisedRecipient,
     SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
-use crate::cluster::node::LocalNodeConditions;
-use crate::cluster::{
-    ApiSource, EventRecorderActor, LeaseActor, LeaseDeps, MirrorPods, NodeActor, NodeDeps, NodeHandle,
-};
+use crate::cluster::{MirrorPods, NodeHandle};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
 };
@@ -153,14 +151,6 @@ impl Kubelet {
     }
 }
 
-/// Events waiting for the event recorder (a full mailbox drops events, as
-/// upstream's broadcaster does).
-const EVENTS_MAILBOX: usize = 1000;
-
-/// The kubelet's port as the Node's daemonEndpoints report it (the
-/// authenticated server is not built yet; upstream's default).
-const KUBELET_PORT: i32 = 10250;
-
 /// Status-manager mailbox slots per allowed pod.
 const STATUS_MAILBOX_PER_POD: usize = 4;
 
@@ -259,17 +249,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         allocatable_memory: ParsedQuantity::from_units(facts.memory_bytes),
         ..RuntimeManagerConfig::default()
     };
-    // events (cluster mode): created first, so every actor can record.
-    let (events_spec, events) = match &ext.api_client {
-        Some(client) => {
-            let (client, node) = (client.clone(), config.node_name.clone());
-            let spec = ChildSpec::new("events", move || EventRecorderActor::new(client.clone(), node.clone()))
-                .mailbox_capacity(EVENTS_MAILBOX);
-            let recorder = EventRecorder::new(spec.child_ref().recipient());
-            (Some(spec), recorder)
-        }
-        None => (None, EventRecorder::disabled()),
-    };
+    let pods = PodManager::new();
+    let statuses = StatusCache::new();
+    let cache = PodCache::new();
+    let mirror_pods = MirrorPods::new();
+    let early = cluster::early(ext.api_client.as_ref(), &config, &pods, &statuses, &cache, &mirror_pods);
+    let events = early.events.clone();
     let clock = config.wall_clock.clone();
     let manager = Arc::new(
         RuntimeManager::new(runtime.clone(), rm_config)
@@ -277,9 +262,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             .with_events(events.clone()),
     );
 
-    let pods = PodManager::new();
-    let statuses = StatusCache::new();
-    let cache = PodCache::new();
     let heartbeat = SyncLoopHeartbeat::default();
     let pleg_health = PlegHealthHandle::default();
     let (health_tx, health_rx) = RuntimeHealth::channel();
@@ -295,11 +277,15 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let sc = statuses.clone();
     let clock = config.wall_clock.clone();
     let status_observers = ext.status_observers;
+    let status_sink = early.status_sink;
     let status_manager = ChildSpec::new("status-manager", move || {
         let clock = clock.clone();
         let mut m = StatusManager::with_cache(sc.clone()).with_clock(move || clock.now());
         for o in &status_observers {
             m = m.with_subscriber(o.clone());
+        }
+        if let Some(sink) = &status_sink {
+            m = m.with_sink(sink.clone());
         }
         m
     })
@@ -395,11 +381,14 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let mut root = SupervisorSpec::new("root")
         .strategy(Strategy::OneForOne)
         .intensity(10, Duration::from_secs(60));
-    if let Some(spec) = events_spec {
+    if let Some(spec) = early.events_spec {
+        root = root.child(spec);
+    }
+    let mut root = root.child(runtime_health);
+    if let Some(spec) = early.status_syncer {
         root = root.child(spec);
     }
     let mut root = root
-        .child(runtime_health)
         .child(status_manager)
         .child(workers_sup)
         .child(workers)
@@ -427,64 +416,33 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         }));
     }
 
-    let mirror_pods = MirrorPods::new();
     let node_handle = NodeHandle::default();
-    if let Some(client) = &ext.api_client {
-        let deps = NodeDeps {
-            client: client.clone(),
-            node_name: config.node_name.clone(),
-            node_ip: node_ip.clone(),
-            register_node: config.register_node,
-            node_labels: config.node_labels.clone(),
-            taints: config.register_with_taints.clone(),
-            max_pods: config.max_pods,
-            reserved: config.kube_reserved.plus(config.system_reserved),
-            facts: facts.clone().with_root_dir(&config.root_dir),
-            machine: MachineInfo::detect(),
-            runtime: runtime.clone(),
-            runtime_health: health_rx.clone(),
-            pleg_health: pleg_health.clone(),
-            started,
-            events: events.clone(),
-            observers: ext.node_observers.clone(),
-            kubelet_port: KUBELET_PORT,
-            update_frequency: config.node_status_update_frequency,
-            report_frequency: config.node_status_report_frequency,
-            wall_clock: config.wall_clock.clone(),
-            handle: node_handle.clone(),
-        };
-        root = root.child(ChildSpec::new("node", move || NodeActor::new(deps.clone())));
-        let lease = LeaseDeps::new(client.clone(), config.node_name.clone(), node_handle.clone());
-        root = root.child(ChildSpec::new("node-lease", move || LeaseActor::new(lease.clone())));
-        let (client, node, out, mirrors) = (
-            client.clone(),
-            config.node_name.clone(),
-            pc_ref.recipient(),
-            mirror_pods.clone(),
-        );
-        root = root.child(ChildSpec::new("api-source", move || {
-            ApiSource::new(client.clone(), node.clone(), out.clone(), mirrors.clone())
-        }));
-    } else {
-        let (h, p, o, nh, period, clock) = (
-            health_rx.clone(),
-            pleg_health.clone(),
-            ext.node_observers.clone(),
-            node_handle.clone(),
-            config.node_status_update_frequency,
-            config.wall_clock.clone(),
-        );
-        root = root.child(ChildSpec::new("node-conditions", move || {
-            LocalNodeConditions::new(
-                h.clone(),
-                p.clone(),
-                started,
-                o.clone(),
-                nh.clone(),
-                period,
-                clock.clone(),
-            )
-        }));
+    let node_inputs = cluster::NodeInputs {
+        node_ip: node_ip.clone(),
+        facts: facts.clone(),
+        runtime: runtime.clone(),
+        runtime_health: health_rx.clone(),
+        pleg_health: pleg_health.clone(),
+        started,
+        observers: ext.node_observers.clone(),
+        handle: node_handle.clone(),
+    };
+    match &ext.api_client {
+        Some(client) => {
+            let children = cluster::late(
+                client,
+                &config,
+                node_inputs,
+                &events,
+                pc_ref.recipient(),
+                &pods,
+                &mirror_pods,
+            );
+            for spec in children {
+                root = root.child(spec);
+            }
+        }
+        None => root = root.child(cluster::local_node_conditions(&config, node_inputs)),
     }
 
     for (name, factory) in ext.sources {

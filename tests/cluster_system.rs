@@ -1,0 +1,258 @@
+//! The whole kubelet in cluster mode (every actor wired by `ActletBuilder`
+//! with an API client) on the mock CRI against the test API server: what
+//! issue #4's "done when" lists, end to end through the real wiring.
+
+#[path = "support/apiserver/mod.rs"]
+mod apiserver;
+#[path = "support/cluster.rs"]
+mod cluster;
+
+use std::time::Duration;
+
+use actlet::cri::mock::{Behaviour, MockRuntime};
+use apiserver::TestApiServer;
+use cluster::{NODE, bound_pod, eventually, run, start_node};
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+const T: Duration = Duration::from_secs(30);
+
+fn mock() -> MockRuntime {
+    MockRuntime::builder().script("app", Behaviour::run_forever()).build()
+}
+
+fn fast(b: actlet::ActletBuilder) -> actlet::ActletBuilder {
+    b.configure(|c| {
+        c.node_status_update_frequency = Duration::from_millis(500);
+        c.runtime_health_period = Duration::from_millis(500);
+    })
+}
+
+fn node_condition(node: &Node, type_: &str) -> Option<(String, String, String)> {
+    let c = node
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)?;
+    Some((
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    ))
+}
+
+fn pod_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+#[test]
+fn node_registers_reports_ready_and_not_ready_with_the_runtime_cause() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let store = server.store();
+        let mock = mock();
+        let node = start_node(&server, mock.clone(), fast).await;
+        let ready = eventually("node Ready", T, || {
+            let n = store.node(NODE)?;
+            (node_condition(&n, "Ready")?.0 == "True").then_some(n)
+        })
+        .await;
+        let labels = ready.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("kubernetes.io/hostname").map(String::as_str), Some(NODE));
+        let status = ready.status.clone().unwrap_or_default();
+        assert_eq!(
+            status
+                .capacity
+                .as_ref()
+                .and_then(|c| c.get("pods"))
+                .map(|q| q.0.as_str()),
+            Some("110")
+        );
+        assert!(
+            status
+                .node_info
+                .as_ref()
+                .is_some_and(|i| !i.container_runtime_version.is_empty()),
+            "{status:?}"
+        );
+        for t in ["MemoryPressure", "DiskPressure", "PIDPressure"] {
+            assert_eq!(node_condition(&ready, t).map(|c| c.0), Some("False".into()), "{t}");
+        }
+
+        mock.set_down(true);
+        let (_, reason, message) = eventually("node NotReady", T, || {
+            let c = node_condition(&store.node(NODE)?, "Ready")?;
+            (c.0 == "False").then_some(c)
+        })
+        .await;
+        assert_eq!(reason, "KubeletNotReady");
+        assert!(message.contains("container runtime"), "{message}");
+        mock.set_down(false);
+        eventually("node Ready again", T, || {
+            (node_condition(&store.node(NODE)?, "Ready")?.0 == "True").then_some(())
+        })
+        .await;
+        let lease = eventually("lease", T, || store.lease(NODE)).await;
+        assert_eq!(lease.spec.and_then(|s| s.lease_duration_seconds), Some(40));
+        node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+    });
+}
+
+#[test]
+fn a_bound_pod_runs_its_status_reaches_the_api_and_graceful_deletion_finalises_it() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let store = server.store();
+        let node = start_node(&server, mock(), fast).await;
+        store
+            .create("pods", "default", &bound_pod("web", "sleep 3600"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pod = eventually("status Running+Ready in the API", T, || {
+            let p = store.pod("default", "web")?;
+            (p.status.as_ref()?.phase.as_deref() == Some("Running") && pod_ready(&p)).then_some(p)
+        })
+        .await;
+        let st = pod.status.clone().unwrap_or_default();
+        assert_eq!(st.host_ip.as_deref(), Some("10.0.0.1"));
+        assert!(st.pod_ip.is_some(), "{st:?}");
+        let cs = st.container_statuses.clone().unwrap_or_default();
+        assert_eq!(cs.len(), 1);
+        assert!(cs[0].ready && cs[0].container_id.is_some(), "{cs:?}");
+        assert!(
+            st.conditions.iter().flatten().any(|c| c.type_ == "PodScheduled"),
+            "the scheduler's condition is kept"
+        );
+
+        store
+            .delete("pods", "default", "web", Some(1))
+            .unwrap_or_else(|e| panic!("{e}"));
+        eventually("the pod finalised (gone from the API)", T, || {
+            store.pod("default", "web").is_none().then_some(())
+        })
+        .await;
+        let delete = server
+            .requests()
+            .into_iter()
+            .find(|r| r.method == "DELETE" && r.path == "/api/v1/namespaces/default/pods/web")
+            .unwrap_or_else(|| panic!("no DELETE by the node"));
+        let body = delete.body.clone().unwrap_or_default();
+        assert_eq!(body["gracePeriodSeconds"], 0, "{body}");
+        assert_eq!(
+            body["preconditions"]["uid"],
+            pod.metadata.uid.clone().unwrap_or_default().as_str()
+        );
+        eventually("the pod gone locally", T, || {
+            node.kubelet.phase_of_named("default", "web").is_none().then_some(())
+        })
+        .await;
+        node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+    });
+}
+
+#[test]
+fn statuses_written_while_the_apiserver_is_down_converge_when_it_returns() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let store = server.store();
+        let mock = MockRuntime::builder()
+            .script("app", Behaviour::exit_after(Duration::from_secs(2), 0))
+            .build();
+        let node = start_node(&server, mock, fast).await;
+        let mut job = bound_pod("job", "true");
+        job["spec"]["restartPolicy"] = "Never".into();
+        store.create("pods", "default", &job).unwrap_or_else(|e| panic!("{e}"));
+        eventually("Running in the API", T, || {
+            (store.pod("default", "job")?.status?.phase.as_deref() == Some("Running")).then_some(())
+        })
+        .await;
+        server.set_down(true);
+        eventually("Succeeded locally while the API server is down", T, || {
+            (node.kubelet.phase_of_named("default", "job").as_deref() == Some("Succeeded")).then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(
+            store.pod("default", "job").and_then(|p| p.status?.phase).as_deref(),
+            Some("Running"),
+            "nothing could be written"
+        );
+        server.set_down(false);
+        let p = eventually("Succeeded in the API", T, || {
+            let p = store.pod("default", "job")?;
+            (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(p)
+        })
+        .await;
+        let term = p
+            .status
+            .and_then(|s| s.container_statuses)
+            .and_then(|cs| cs.into_iter().next())
+            .and_then(|c| c.state)
+            .and_then(|s| s.terminated)
+            .unwrap_or_else(|| panic!("container not terminated in the API"));
+        assert_eq!(term.exit_code, 0);
+        assert_eq!(term.reason.as_deref(), Some("Completed"));
+        node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+    });
+}
+
+#[test]
+fn a_static_pod_gets_a_mirror_pod_with_its_status_and_the_mirror_follows_it() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let store = server.store();
+        let manifests = tempfile::TempDir::new().unwrap_or_else(|e| panic!("{e}"));
+        let manifest = |image: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-web\nspec:\n  containers:\n  - name: app\n    image: {image}\n    command: [sleep, '3600']\n"
+            )
+        };
+        std::fs::write(manifests.path().join("web.yaml"), manifest("busybox:1.36")).unwrap_or_else(|e| panic!("{e}"));
+        let path = manifests.path().to_path_buf();
+        let node = start_node(&server, mock(), move |b| fast(b).static_pod_path(path)).await;
+        let name = format!("static-web-{NODE}");
+        let mirror = eventually("mirror pod Running in the API", T, || {
+            let p = store.pod("default", &name)?;
+            (p.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(p)
+        })
+        .await;
+        let ann = mirror.metadata.annotations.clone().unwrap_or_default();
+        let hash = ann.get("kubernetes.io/config.mirror").cloned().unwrap_or_default();
+        assert!(!hash.is_empty(), "{ann:?}");
+        assert_eq!(ann.get("kubernetes.io/config.source").map(String::as_str), Some("file"));
+        assert_eq!(
+            node.mock.calls_to("RunPodSandbox").len(),
+            1,
+            "the mirror pod is not run"
+        );
+
+        // Deleted by an admin → recreated.
+        let old_uid = mirror.metadata.uid.clone();
+        store.remove("pods", "default", &name);
+        eventually("mirror recreated", T, || {
+            let p = store.pod("default", &name)?;
+            (p.metadata.uid != old_uid).then_some(())
+        })
+        .await;
+
+        // Manifest changed → the mirror is replaced with the new hash.
+        std::fs::write(manifests.path().join("web.yaml"), manifest("busybox:latest")).unwrap_or_else(|e| panic!("{e}"));
+        eventually("mirror with the new hash", T, || {
+            let p = store.pod("default", &name)?;
+            let h = p.metadata.annotations?.get("kubernetes.io/config.mirror")?.clone();
+            (h != hash).then_some(())
+        })
+        .await;
+
+        // Manifest removed → the mirror is deleted.
+        std::fs::remove_file(manifests.path().join("web.yaml")).unwrap_or_else(|e| panic!("{e}"));
+        eventually("mirror deleted", T, || {
+            store.pod("default", &name).is_none().then_some(())
+        })
+        .await;
+        node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+    });
+}
