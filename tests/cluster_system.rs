@@ -28,18 +28,8 @@ fn fast(b: actlet::ActletBuilder) -> actlet::ActletBuilder {
 }
 
 fn node_condition(node: &Node, type_: &str) -> Option<(String, String, String)> {
-    let c = node
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)?;
-    Some((
-        c.status.clone(),
-        c.reason.clone().unwrap_or_default(),
-        c.message.clone().unwrap_or_default(),
-    ))
+    let c = cluster::node_condition(node, type_)?;
+    Some((c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
 }
 
 fn pod_ready(p: &Pod) -> bool {

@@ -100,16 +100,6 @@ fn start_actlet(dir: &Path, node: &str, kubeconfig: &Path, endpoint: &str) -> Pr
     Proc(child)
 }
 
-fn condition<'a>(node: &'a Node, type_: &str) -> Option<&'a str> {
-    node.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| c.status.as_str())
-}
-
 async fn poll<T, F: std::future::Future<Output = Option<T>>>(what: &str, dir: &Path, mut f: impl FnMut() -> F) -> T {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
@@ -158,7 +148,7 @@ async fn scenario(admin: kube::Client, node_kubeconfig: PathBuf, node: String, d
 
     let registered = poll("the Node to be registered and Ready", dir, || async {
         let n = nodes.get_opt(&node).await.ok().flatten()?;
-        (condition(&n, "Ready") == Some("True")).then_some(n)
+        (cluster::node_condition(&n, "Ready")?.status == "True").then_some(n)
     })
     .await;
     let labels = registered.metadata.labels.clone().unwrap_or_default();

@@ -14,6 +14,7 @@
 //! down makes them retry with backoff, never fail the tree.
 
 pub mod api_source;
+pub mod api_util;
 pub mod client;
 pub mod events;
 pub mod lease;

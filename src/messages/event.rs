@@ -6,9 +6,10 @@ use k8s_openapi::api::core::v1::ObjectReference;
 /// `Normal` or `Warning`, as `kubectl describe` shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventType {
-    /// Routine: Pulling, Pulled, Created, Started, Killing, NodeReady, Starting.
+    /// Routine: Pulling, Pulled, Created, Started, Killing, NodeReady,
+    /// NodeNotReady (Normal upstream too), Starting.
     Normal,
-    /// Something went wrong: BackOff, Failed, FailedSync, Unhealthy, NodeNotReady.
+    /// Something went wrong: BackOff (crash loop), Failed, FailedSync, Unhealthy.
     Warning,
 }
 

@@ -13,6 +13,7 @@ use actlet::ActletBuilder;
 use actlet::cluster::{Qps, client_from_kubeconfig};
 use actlet::cri::mock::MockRuntime;
 use actlet::kubelet::Kubelet;
+use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use tempfile::TempDir;
 
 use crate::apiserver::{Identity, TestApiServer};
@@ -97,4 +98,15 @@ pub fn bound_pod(name: &str, command: &str) -> serde_json::Value {
             "containers": [{"name": "app", "image": "busybox:1.36", "command": ["sh", "-c", command]}]
         }
     })
+}
+
+/// The condition `type_` of `node`, if reported.
+pub fn node_condition(node: &Node, type_: &str) -> Option<NodeCondition> {
+    node.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
 }

@@ -132,13 +132,7 @@ pub fn lease_actor(h: &Harness) -> Addr<LeaseActor> {
 }
 
 pub fn condition(node: &Node, type_: &str) -> Option<NodeCondition> {
-    node.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
+    cluster::node_condition(node, type_)
 }
 
 pub fn ready_is(server: &TestApiServer, status: &str) -> Option<NodeCondition> {

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{DeleteParams, PostParams, Preconditions};
+use kube::api::PostParams;
 use kube::{Api, Client};
 
 use super::logic::{mirror_hash, mirror_pod_of, static_pod_hash};
-use crate::cluster::status_sync::api::api_code;
+use crate::cluster::api_util::{api_code, delete_pod_now};
 
 /// A mirror pod operation failed; retried on the next pass.
 #[derive(Debug, thiserror::Error)]
@@ -122,20 +122,13 @@ pub async fn create_mirror(
 pub async fn delete_mirror(client: Client, full_name: String, uid: String) -> Result<(), MirrorError> {
     let (namespace, name) = full_name.split_once('/').unwrap_or(("", full_name.as_str()));
     let api: Api<Pod> = Api::namespaced(client, namespace);
-    let params = DeleteParams {
-        grace_period_seconds: Some(0),
-        preconditions: Some(Preconditions {
-            uid: Some(uid.clone()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match api.delete(name, &params).await {
-        Ok(_) => {
-            tracing::info!(pod = %full_name, %uid, "mirror pod deleted");
+    match delete_pod_now(&api, name, &uid).await {
+        Ok(deleted) => {
+            if deleted {
+                tracing::info!(pod = %full_name, %uid, "mirror pod deleted");
+            }
             Ok(())
         }
-        Err(e) if matches!(api_code(&e), Some(404 | 409)) => Ok(()),
         Err(source) => Err(MirrorError::Delete {
             full_name: full_name.clone(),
             uid,

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use crate::cluster::api_util::delete_pod_now;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 
 use super::logic::{Target, accepts, differs, status_patch, status_to_send};
@@ -52,13 +53,7 @@ pub enum SyncError {
     },
 }
 
-/// The HTTP status of an API error (`None` for transport errors).
-pub fn api_code(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
-    }
-}
+pub use crate::cluster::api_util::api_code;
 
 /// What a status write found.
 #[derive(Debug)]
@@ -127,17 +122,8 @@ pub async fn write_status(
 /// as precondition. A pod already gone or recreated (404, 409) counts as done.
 pub async fn delete_pod(client: Client, namespace: String, name: String, uid: String) -> Result<(), SyncError> {
     let api: Api<Pod> = Api::namespaced(client, &namespace);
-    let params = DeleteParams {
-        grace_period_seconds: Some(0),
-        preconditions: Some(Preconditions {
-            uid: Some(uid.clone()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match api.delete(&name, &params).await {
+    match delete_pod_now(&api, &name, &uid).await {
         Ok(_) => Ok(()),
-        Err(e) if matches!(api_code(&e), Some(404 | 409)) => Ok(()),
         Err(source) => Err(SyncError::Delete {
             namespace,
             name,
