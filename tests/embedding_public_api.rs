@@ -371,3 +371,45 @@ fn node_conditions_are_observed_without_an_api_server() {
         node.shutdown().await.unwrap();
     });
 }
+
+#[test]
+fn node_labels_drive_node_selector_admission() {
+    run_paused(async {
+        let node = TestNode::builder()
+            .customize(|b| {
+                b.configure(|c| {
+                    c.node_labels.insert("example.com/pool".into(), "a".into());
+                })
+            })
+            .start();
+        let selecting = |name: &str, pool: &str| {
+            let pool = pool.to_string();
+            PodBuilder::new(name)
+                .container("c", "busybox:1.36", ["sleep", "3600"])
+                .modify(move |p| {
+                    if let Some(spec) = p.spec.as_mut() {
+                        spec.node_selector = Some([("example.com/pool".to_string(), pool)].into());
+                    }
+                })
+                .build()
+        };
+        node.set_pods(vec![selecting("in-pool", "a"), selecting("other-pool", "b")]);
+        node.wait_for_phase("default", "in-pool", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        node.wait_for_phase("default", "other-pool", "Failed", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let rejected = node.status("default", "other-pool").unwrap();
+        assert_eq!(rejected.reason.as_deref(), Some("NodeAffinity"), "{rejected:?}");
+        assert!(
+            rejected
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("example.com/pool=b"),
+            "{rejected:?}"
+        );
+        node.shutdown().await.unwrap();
+    });
+}

@@ -31,6 +31,7 @@ use crate::actors::supervisor::{
     SupervisionTree, SupervisorError, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
+use crate::cluster::node::status::HARD_EVICTION_MEMORY;
 use crate::cluster::{MirrorPods, NodeHandle};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
@@ -154,26 +155,28 @@ impl Kubelet {
 /// Status-manager mailbox slots per allowed pod.
 const STATUS_MAILBOX_PER_POD: usize = 4;
 
-/// Upstream's default hard eviction threshold `memory.available<100Mi`,
-/// subtracted from allocatable memory.
-const HARD_EVICTION_MEMORY: i64 = 100 << 20;
-
-/// Allocatable = capacity − hard eviction threshold (no kube/system reserved yet).
-fn node_allocatable(node_name: &str, facts: &NodeFacts, max_pods: i64) -> NodeAllocatable {
-    let labels = [
-        ("kubernetes.io/hostname", node_name),
-        ("kubernetes.io/os", std::env::consts::OS),
-        ("kubernetes.io/arch", go_arch()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+/// Allocatable as the Node reports it: capacity − kube/system reserved −
+/// the hard eviction threshold; labels as registered.
+fn node_allocatable(config: &KubeletConfig, facts: &NodeFacts) -> NodeAllocatable {
+    let node_name = config.node_name.as_str();
+    // The labels the Node gets (--node-labels first, the well-known ones win).
+    let mut labels = config.node_labels.clone();
+    labels.extend(
+        [
+            ("kubernetes.io/hostname", node_name),
+            ("kubernetes.io/os", std::env::consts::OS),
+            ("kubernetes.io/arch", go_arch()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    let reserved = config.kube_reserved.plus(config.system_reserved);
     NodeAllocatable {
         node_name: node_name.to_string(),
         labels,
-        cpu_milli: facts.cpus * 1000,
-        memory_bytes: (facts.memory_bytes - HARD_EVICTION_MEMORY).max(0),
-        pods: max_pods,
+        cpu_milli: (facts.cpus * 1000 - reserved.cpu_milli).max(0),
+        memory_bytes: (facts.memory_bytes - reserved.memory_bytes - HARD_EVICTION_MEMORY).max(0),
+        pods: config.max_pods,
     }
 }
 
@@ -333,7 +336,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         heartbeat.clone(),
         config.sync.clone(),
     );
-    let allocatable = node_allocatable(&config.node_name, &facts, config.max_pods);
+    let allocatable = node_allocatable(&config, &facts);
     let st = statuses.clone();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())

@@ -2,71 +2,43 @@
 //! `golang-lru` caches of 4096 entries): `get` and `insert` mark an entry as
 //! used; inserting into a full map evicts the least recently used one.
 
-use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
+use std::num::NonZeroUsize;
+
+use lru::LruCache;
 
 /// The size of every event cache (upstream `maxLruCacheEntries`).
 pub const MAX_LRU_CACHE_ENTRIES: usize = 4096;
 
-/// A map bounded to `capacity` entries, evicting the least recently used.
+/// A map bounded to `capacity` entries, evicting the least recently used
+/// (the `lru` crate's cache with the two operations the correlator uses).
 #[derive(Debug)]
-pub struct Lru<K, V> {
-    capacity: usize,
-    tick: u64,
-    entries: HashMap<K, (V, u64)>,
-    by_use: BTreeMap<u64, K>,
-}
+pub struct Lru<K: Hash + Eq, V>(LruCache<K, V>);
 
-impl<K: Hash + Eq + Clone, V> Lru<K, V> {
+impl<K: Hash + Eq, V> Lru<K, V> {
     /// An empty map holding at most `capacity` (at least 1) entries.
     pub fn new(capacity: usize) -> Self {
-        Self {
-            capacity: capacity.max(1),
-            tick: 0,
-            entries: HashMap::new(),
-            by_use: BTreeMap::new(),
-        }
-    }
-
-    fn touch(&mut self, key: &K) -> Option<&mut V> {
-        self.tick += 1;
-        let tick = self.tick;
-        let (value, used) = self.entries.get_mut(key)?;
-        self.by_use.remove(used);
-        *used = tick;
-        self.by_use.insert(tick, key.clone());
-        Some(value)
+        Self(LruCache::new(NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN)))
     }
 
     /// The value of `key`, marked as used.
     pub fn get(&mut self, key: &K) -> Option<&mut V> {
-        self.touch(key)
+        self.0.get_mut(key)
     }
 
     /// Inserts or replaces `key`, evicting the least recently used entry when full.
     pub fn insert(&mut self, key: K, value: V) {
-        if let Some(v) = self.touch(&key) {
-            *v = value;
-            return;
-        }
-        if self.entries.len() >= self.capacity
-            && let Some((_, oldest)) = self.by_use.pop_first()
-        {
-            self.entries.remove(&oldest);
-        }
-        self.tick += 1;
-        self.by_use.insert(self.tick, key.clone());
-        self.entries.insert(key, (value, self.tick));
+        self.0.put(key, value);
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.0.len()
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.0.is_empty()
     }
 }
 
