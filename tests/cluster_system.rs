@@ -116,6 +116,15 @@ fn a_bound_pod_runs_its_status_reaches_the_api_and_graceful_deletion_finalises_i
             st.conditions.iter().flatten().any(|c| c.type_ == "PodScheduled"),
             "the scheduler's condition is kept"
         );
+        let images = eventually("the pod's image in the node status", T, || {
+            let images = store.node(NODE)?.status?.images?;
+            images
+                .iter()
+                .any(|i| i.names.iter().flatten().any(|n| n.contains("busybox:1.36")))
+                .then_some(images)
+        })
+        .await;
+        assert!(images.iter().all(|i| i.size_bytes.is_some()), "{images:?}");
 
         store
             .delete("pods", "default", "web", Some(1))

@@ -61,6 +61,7 @@ impl NodeActor {
             reserved: d.reserved,
             runtime_version: self.runtime_version.clone(),
             kubelet_port: d.kubelet_port,
+            images: None,
         }
     }
 
@@ -83,6 +84,7 @@ impl NodeActor {
                 .last_report
                 .is_none_or(|t| now.saturating_duration_since(t) >= self.deps.report_frequency),
             version_from: self.runtime_version.is_none().then(|| self.deps.runtime.clone()),
+            images_from: self.deps.runtime.clone(),
         };
         ctx.spawn(sync(input).into_actor(self).map(move |out, act, ctx| {
             act.syncing = false;

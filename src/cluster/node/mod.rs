@@ -16,6 +16,7 @@
 pub mod actor;
 pub mod conditions;
 pub mod flags;
+pub mod images;
 pub mod local;
 pub mod patch;
 pub mod registration;

@@ -125,6 +125,7 @@ mod tests {
             reserved: Reserved::default(),
             runtime_version: None,
             kubelet_port: 10250,
+            images: None,
         }
     }
 

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo};
+use k8s_openapi::api::core::v1::{
+    ContainerImage, DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
 
@@ -41,6 +43,8 @@ pub struct StatusInputs {
     pub runtime_version: Option<String>,
     /// The kubelet's port (`daemonEndpoints.kubeletEndpoint.Port`).
     pub kubelet_port: i32,
+    /// `images`, when the runtime listed them (else the Node's are kept).
+    pub images: Option<Vec<ContainerImage>>,
 }
 
 /// Bytes in canonical BinarySI form: `4025424Ki`, `1Gi`, `56403987978`.
@@ -156,6 +160,9 @@ pub fn apply_status(node: &mut Node, i: &StatusInputs, health: &Health, now: Tim
         kubelet_endpoint: Some(DaemonEndpoint { port: i.kubelet_port }),
     });
     set_node_info(status.node_info.get_or_insert_with(NodeSystemInfo::default), i);
+    if let Some(images) = &i.images {
+        status.images = Some(images.clone());
+    }
     update_conditions(status.conditions.get_or_insert_with(Vec::new), health, now)
 }
 
@@ -194,6 +201,7 @@ mod tests {
             reserved: Reserved::default(),
             runtime_version: Some("containerd://1.6.20".into()),
             kubelet_port: 10250,
+            images: None,
         }
     }
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::NodeError;
 use super::conditions::Health;
+use super::images::list_node_images;
 use super::patch::status_patch;
 use super::registration::{initial_node, reconcile_existing};
 use super::status::{StatusInputs, apply_status, status_changed};
@@ -31,6 +32,8 @@ pub(super) struct SyncInput {
     pub report_due: bool,
     /// Set while the runtime's version is unknown.
     pub version_from: Option<SharedRuntime>,
+    /// Where the node's images are listed from.
+    pub images_from: SharedRuntime,
 }
 
 /// What a status update did.
@@ -192,6 +195,7 @@ pub(super) async fn sync(mut input: SyncInput) -> SyncOutput {
             input.inputs.runtime_version = out.runtime_version.clone();
         }
     }
+    input.inputs.images = list_node_images(&input.images_from).await;
     if let Some((labels, taints)) = &input.register {
         let mut events = vec![];
         let initial = initial_node(&input.inputs, labels, taints, &input.health, input.now, &mut events);
