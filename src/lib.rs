@@ -7,32 +7,65 @@
 //! reached through the [`cri::Runtime`] interface (a tonic CRI client for
 //! containerd, or the scriptable [mock](cri::mock)).
 //!
-//! Start with:
-//! - [`cri`] — the CRI `runtime.v1` protocol, the runtime interface, the
-//!   client and the mock runtime;
-//! - [`actors::supervisor`] — OTP-style supervision for actix actors;
-//! - [`messages`] — the contracts between actors.
+//! # The public surface
+//!
+//! What embedders and test authors use (documented, each item with a
+//! runnable example):
+//! - [`ActletBuilder`] / [`embed`] — assemble and start the system from a
+//!   runtime, pod sources and observers; [`Kubelet`] — the handle to query
+//!   and stop it; [`KubeletConfig`] / [`kubelet`] — settings with upstream
+//!   names;
+//! - [`PodSource`] — your own pod source; [`cri::Runtime`] — your own
+//!   runtime; [`cri::CriClient`](cri::client::CriClient) — containerd;
+//!   [`cri::mock`] — the scriptable mock runtime;
+//! - `testing` (feature `testing`) — virtual-time harness, pod builders,
+//!   assertion helpers;
+//! - [`messages`] — what observers receive and actors exchange;
+//!   [`actors::supervisor`] — OTP-style supervision for your own actors;
+//! - [`cluster`] — the API client (kubeconfig, QPS limit), the API pod
+//!   source, mirror pods and the node handle; [`events`] — recording Events;
+//! - the shared views on a running system: [`PodManager`], [`PodCache`],
+//!   [`StatusCache`].
+//!
+//! The other modules are actlet's internals (sync loop, pod workers, the
+//! runtime manager, status generation, sources, servers): public so the
+//! `actlet` binary and the project's tests can reach them, hidden from these
+//! docs, and free to change.
 
 pub mod actors;
+#[doc(hidden)]
 pub mod admission;
+#[doc(hidden)]
 pub mod cli;
 pub mod cluster;
+#[doc(hidden)]
 pub mod config;
 pub mod cri;
 pub mod embed;
 pub mod events;
 pub mod kubelet;
+#[doc(hidden)]
 pub mod kuberuntime;
 pub mod messages;
+#[doc(hidden)]
 pub mod pleg;
+#[doc(hidden)]
 pub mod pod_manager;
+#[doc(hidden)]
 pub mod pod_workers;
+#[doc(hidden)]
 pub mod runtime_health;
+#[doc(hidden)]
 pub mod server;
+#[doc(hidden)]
 pub mod status;
+#[doc(hidden)]
 pub mod sync_loop;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use embed::{ActletBuilder, BuildError, PodSource, SourceError};
 pub use kubelet::{Kubelet, KubeletConfig};
+pub use pleg::PodCache;
+pub use pod_manager::{DesiredPod, PodManager};
+pub use status::{StatusCache, VersionedStatus};

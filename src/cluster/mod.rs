@@ -14,22 +14,38 @@
 //! down makes them retry with backoff, never fail the tree.
 
 pub mod api_source;
-pub mod api_util;
 pub mod client;
-pub mod events;
-pub mod lease;
 pub mod mirror_index;
-pub mod mirror_pods;
-pub mod node;
 pub mod rate_limit;
+
+// The actors' internals: public for actlet's own wiring and tests, not part
+// of the documented embedding surface.
+#[doc(hidden)]
+pub mod api_util;
+#[doc(hidden)]
+pub mod events;
+#[doc(hidden)]
+pub mod lease;
+#[doc(hidden)]
+pub mod mirror_pods;
+#[doc(hidden)]
+pub mod node;
+#[doc(hidden)]
 pub mod status_sync;
 
 pub use api_source::ApiSource;
 pub use client::{ClientError, client_from_config, client_from_kubeconfig};
-pub use events::EventRecorderActor;
-pub use lease::{LeaseActor, LeaseDeps};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
-pub use mirror_pods::{MirrorPodDeps, MirrorPodManager, SyncMirrorPods};
-pub use node::{NodeActor, NodeDeps, NodeHandle};
+pub use node::{NodeHandle, NodeView};
 pub use rate_limit::Qps;
+
+#[doc(hidden)]
+pub use events::EventRecorderActor;
+#[doc(hidden)]
+pub use lease::{LeaseActor, LeaseDeps};
+#[doc(hidden)]
+pub use mirror_pods::{MirrorPodDeps, MirrorPodManager, SyncMirrorPods};
+#[doc(hidden)]
+pub use node::{NodeActor, NodeDeps};
+#[doc(hidden)]
 pub use status_sync::{StatusSyncDeps, StatusSyncSink, StatusSyncer};

@@ -15,7 +15,28 @@ use super::v1::image_service_server::{ImageService, ImageServiceServer};
 use super::v1::runtime_service_server::{RuntimeService, RuntimeServiceServer};
 use super::v1::*;
 
-/// A gRPC front for a [`Runtime`].
+/// A gRPC front for a [`Runtime`] (what `actlet mock-cri` serves).
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::cri::{client::CriClient, server::CriServer, v1, Runtime};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// let socket = dir.path().join("mock.sock");
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let server = CriServer::new(Arc::new(actlet::cri::mock::MockRuntime::new()));
+/// let serving = tokio::spawn({
+///     let socket = socket.clone();
+///     async move { server.serve(&socket, async { let _ = stopped.await; }).await }
+/// });
+/// # while !socket.exists() { tokio::time::sleep(std::time::Duration::from_millis(10)).await; }
+/// let client = CriClient::new(&format!("unix://{}", socket.display()), std::time::Duration::from_secs(5)).unwrap();
+/// let v = client.version(v1::VersionRequest { version: "v1".into() }).await.unwrap();
+/// assert_eq!(v.runtime_api_version, "v1");
+/// stop.send(()).unwrap();
+/// serving.await.unwrap().unwrap();
+/// # });
+/// ```
 pub struct CriServer<R: ?Sized> {
     inner: Arc<R>,
 }
@@ -30,12 +51,27 @@ impl<R: ?Sized> Clone for CriServer<R> {
 
 impl<R: Runtime + ?Sized> CriServer<R> {
     /// Wraps `runtime`.
+    ///
+    /// ```
+    /// let server = actlet::cri::server::CriServer::new(std::sync::Arc::new(actlet::cri::mock::MockRuntime::new()));
+    /// let _copy = server.clone(); // cheap: shares the runtime
+    /// ```
     pub fn new(runtime: Arc<R>) -> Self {
         Self { inner: runtime }
     }
 
     /// Serves on the unix socket `path` (an existing socket file is replaced)
-    /// until `shutdown` resolves.
+    /// until `shutdown` resolves. See [`CriServer`] for a client talking to it.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// let server = actlet::cri::server::CriServer::new(Arc::new(actlet::cri::mock::MockRuntime::new()));
+    /// let dir = tempfile::tempdir().unwrap();
+    /// // Stops at once: the shutdown future is already complete.
+    /// server.serve(&dir.path().join("cri.sock"), async {}).await.unwrap();
+    /// # });
+    /// ```
     pub async fn serve(
         self,
         path: &Path,
@@ -61,6 +97,15 @@ impl<R: Runtime + ?Sized> CriServer<R> {
 }
 
 /// Serving failed.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// let server = actlet::cri::server::CriServer::new(Arc::new(actlet::cri::mock::MockRuntime::new()));
+/// let err = server.serve(std::path::Path::new("/nonexistent/dir/cri.sock"), async {}).await.unwrap_err();
+/// assert!(err.to_string().contains("/nonexistent/dir/cri.sock"), "{err}");
+/// # });
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The socket could not be created.

@@ -71,12 +71,35 @@ pub enum NodeError {
 }
 
 /// What the node actor has learned, shared cheaply (clone = same view).
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use std::time::Duration;
+/// let node = actlet::testing::TestNode::start();
+/// let handle = node.kubelet().node.clone();
+/// actlet::testing::wait_until(|| handle.ready().is_some(), Duration::from_secs(10)).await.unwrap();
+/// assert_eq!(handle.ready(), Some(true)); // the mock runtime is up
+/// assert_eq!(handle.uid(), None); // standalone: no Node object
+/// # });
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct NodeHandle {
     inner: Arc<RwLock<NodeView>>,
 }
 
 /// A snapshot of [`NodeHandle`].
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use std::time::Duration;
+/// let node = actlet::testing::TestNode::start();
+/// let handle = node.kubelet().node.clone();
+/// actlet::testing::wait_until(|| handle.ready().is_some(), Duration::from_secs(10)).await.unwrap();
+/// let view = handle.view();
+/// let types: Vec<_> = view.conditions.iter().map(|c| c.type_.as_str()).collect();
+/// assert_eq!(types, ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]);
+/// # });
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeView {
     /// The registered Node's UID, once known.
@@ -87,16 +110,47 @@ pub struct NodeView {
 
 impl NodeHandle {
     /// The current view.
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// use std::time::Duration;
+    /// let node = actlet::testing::TestNode::start();
+    /// let handle = node.kubelet().node.clone();
+    /// actlet::testing::wait_until(|| handle.ready().is_some(), Duration::from_secs(10)).await.unwrap();
+    /// assert!(handle.view().conditions.iter().any(|c| c.type_ == "Ready"));
+    /// # });
+    /// ```
     pub fn view(&self) -> NodeView {
         self.inner.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The Node's UID once registered (or found).
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// use std::time::Duration;
+    /// let node = actlet::testing::TestNode::start();
+    /// let handle = node.kubelet().node.clone();
+    /// actlet::testing::wait_until(|| handle.ready().is_some(), Duration::from_secs(10)).await.unwrap();
+    /// assert!(handle.uid().is_none(), "only cluster mode registers a Node");
+    /// # });
+    /// ```
     pub fn uid(&self) -> Option<String> {
         self.inner.read().unwrap_or_else(|e| e.into_inner()).uid.clone()
     }
 
     /// Whether the Ready condition is True (`None` before the first status).
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// use std::time::Duration;
+    /// let node = actlet::testing::TestNode::start();
+    /// let handle = node.kubelet().node.clone();
+    /// actlet::testing::wait_until(|| handle.ready().is_some(), Duration::from_secs(10)).await.unwrap();
+    /// node.mock().set_down(true);
+    /// actlet::testing::wait_until(|| handle.ready() == Some(false), Duration::from_secs(30)).await.unwrap();
+    /// # });
+    /// ```
     pub fn ready(&self) -> Option<bool> {
         let v = self.inner.read().unwrap_or_else(|e| e.into_inner());
         v.conditions

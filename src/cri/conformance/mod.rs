@@ -36,11 +36,24 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
+// The checks' toolbox: public because `CheckFn` names it, not meant for callers.
+#[doc(hidden)]
 pub use fixture::{CHECK_LABEL, Fixture};
 
 use crate::cri::Runtime;
 
 /// Where and with what the suite runs.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// assert_eq!(env.busybox_image, "docker.io/library/busybox:1.36");
+/// assert!(run_check("version_and_status", &mock, &env).await.unwrap().result.is_ok());
+/// # });
+/// ```
 #[derive(Debug, Clone)]
 pub struct ConformanceEnv {
     /// A busybox image present on the runtime (`docker.io/library/busybox:1.36`).
@@ -61,6 +74,17 @@ pub struct ConformanceEnv {
 impl ConformanceEnv {
     /// The default images, namespace `actlet-conformance`, a random run id,
     /// 30 s waits, logs under `log_root`.
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::cri::conformance::*;
+    /// let mock = actlet::cri::mock::MockRuntime::new();
+    /// let logs = tempfile::tempdir().unwrap();
+    /// let env = ConformanceEnv::new(logs.path());
+    /// assert_eq!(env.namespace, "actlet-conformance");
+    /// assert_ne!(ConformanceEnv::new(logs.path()).run_id, env.run_id, "each run has its own names");
+    /// # });
+    /// ```
     pub fn new(log_root: impl Into<PathBuf>) -> Self {
         Self {
             busybox_image: "docker.io/library/busybox:1.36".into(),
@@ -74,6 +98,21 @@ impl ConformanceEnv {
 }
 
 /// A failed check: which one and why.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// let mut strict = env.clone();
+/// strict.busybox_image = "example.com/absent:1".into(); // not on the mock
+/// let outcome = run_check("image_status", &mock, &strict).await.unwrap();
+/// let failure = outcome.result.unwrap_err();
+/// assert_eq!(failure.name, "image_status");
+/// println!("{failure}");
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("conformance check {name} failed: {detail}")]
 pub struct CheckFailure {
@@ -84,9 +123,30 @@ pub struct CheckFailure {
 }
 
 /// The body of a check.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// assert!(checks().iter().all(|c| !c.description.is_empty()));
+/// # });
+/// ```
 pub type CheckFn = for<'a> fn(&'a Fixture<'a>) -> BoxFuture<'a, Result<(), String>>;
 
 /// One named behaviour check.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// let check = checks().into_iter().find(|c| c.name == "exec_sync").unwrap();
+/// assert!(check.run(&mock, &env).await.result.is_ok(), "{}", check.description);
+/// # });
+/// ```
 #[derive(Clone, Copy)]
 pub struct Check {
     /// Its name (also a valid Rust identifier, for per-check test cases).
@@ -103,6 +163,18 @@ impl fmt::Debug for Check {
 }
 
 /// The result of one check.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// let outcome = run_check("container_lifecycle", &mock, &env).await.unwrap();
+/// assert!(outcome.result.is_ok());
+/// println!("{} took {:?} {:?}", outcome.name, outcome.elapsed, outcome.timings);
+/// # });
+/// ```
 #[derive(Debug, Clone)]
 pub struct CheckOutcome {
     /// The check's name.
@@ -118,6 +190,12 @@ pub struct CheckOutcome {
 macro_rules! check_list {
     ($($module:ident :: $name:ident => $desc:literal,)*) => {
         /// Every check, in the order [`run_all`] runs them.
+        ///
+        /// ```
+        /// let names: Vec<_> = actlet::cri::conformance::checks().iter().map(|c| c.name).collect();
+        /// assert_eq!(names.first(), Some(&"version_and_status"));
+        /// assert_eq!(names.len(), 21);
+        /// ```
         pub fn checks() -> Vec<Check> {
             vec![$(Check { name: stringify!($name), description: $desc, run: |fx| Box::pin($module::$name(fx)) },)*]
         }
@@ -149,6 +227,17 @@ check_list! {
 }
 
 /// Runs the check called `name`; `None` if there is none.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// assert!(run_check("no_such_check", &mock, &env).await.is_none());
+/// assert!(run_check("sandbox_ready_with_ip", &mock, &env).await.unwrap().result.is_ok());
+/// # });
+/// ```
 pub async fn run_check(name: &str, rt: &dyn Runtime, env: &ConformanceEnv) -> Option<CheckOutcome> {
     let check = checks().into_iter().find(|c| c.name == name)?;
     Some(check.run(rt, env).await)
@@ -156,6 +245,18 @@ pub async fn run_check(name: &str, rt: &dyn Runtime, env: &ConformanceEnv) -> Op
 
 impl Check {
     /// Runs the check, then removes what it created.
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::cri::conformance::*;
+    /// let mock = actlet::cri::mock::MockRuntime::new();
+    /// let logs = tempfile::tempdir().unwrap();
+    /// let env = ConformanceEnv::new(logs.path());
+    /// let check = checks().into_iter().next().unwrap();
+    /// assert!(check.run(&mock, &env).await.result.is_ok());
+    /// assert!(actlet::cri::Runtime::list_pod_sandbox(&mock, Default::default()).await.unwrap().items.is_empty());
+    /// # });
+    /// ```
     pub async fn run(&self, rt: &dyn Runtime, env: &ConformanceEnv) -> CheckOutcome {
         let start = Instant::now();
         let fx = Fixture::new(rt, env, self.name);
@@ -174,6 +275,18 @@ impl Check {
 }
 
 /// Runs every check, one after the other.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// let report = run_all(&mock, &env).await;
+/// assert_eq!(report.outcomes.len(), checks().len());
+/// assert!(report.all_passed(), "{report}");
+/// # });
+/// ```
 pub async fn run_all(rt: &dyn Runtime, env: &ConformanceEnv) -> ConformanceReport {
     let mut outcomes = Vec::new();
     for check in checks() {
@@ -183,6 +296,17 @@ pub async fn run_all(rt: &dyn Runtime, env: &ConformanceEnv) -> ConformanceRepor
 }
 
 /// The outcomes of a suite run.
+///
+/// ```
+/// # actlet::testing::run_paused(async {
+/// use actlet::cri::conformance::*;
+/// let mock = actlet::cri::mock::MockRuntime::new();
+/// let logs = tempfile::tempdir().unwrap();
+/// let env = ConformanceEnv::new(logs.path());
+/// let report = run_all(&mock, &env).await;
+/// print!("{report}"); // one line per check: ok/FAIL, name, duration
+/// # });
+/// ```
 #[derive(Debug, Clone)]
 pub struct ConformanceReport {
     /// One per check, in order.
@@ -191,11 +315,31 @@ pub struct ConformanceReport {
 
 impl ConformanceReport {
     /// Whether every check passed.
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::cri::conformance::*;
+    /// let mock = actlet::cri::mock::MockRuntime::new();
+    /// let logs = tempfile::tempdir().unwrap();
+    /// let env = ConformanceEnv::new(logs.path());
+    /// assert!(run_all(&mock, &env).await.all_passed());
+    /// # });
+    /// ```
     pub fn all_passed(&self) -> bool {
         self.outcomes.iter().all(|o| o.result.is_ok())
     }
 
     /// The failures.
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// use actlet::cri::conformance::*;
+    /// let mock = actlet::cri::mock::MockRuntime::new();
+    /// let logs = tempfile::tempdir().unwrap();
+    /// let env = ConformanceEnv::new(logs.path());
+    /// assert!(run_all(&mock, &env).await.failures().is_empty());
+    /// # });
+    /// ```
     pub fn failures(&self) -> Vec<&CheckFailure> {
         self.outcomes.iter().filter_map(|o| o.result.as_ref().err()).collect()
     }
