@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! root (one-for-one)
+//! ├── events                (cluster) core/v1 Events
 //! ├── runtime-health        CRI Status every 5 s → watch channel
+//! ├── status-syncer         (cluster) pods/status patches, deletion finalisation
 //! ├── status-manager        versioned API status cache
 //! ├── pod-workers           supervisor (one-for-one) of the per-pod workers
 //! ├── pod-workers-manager   routes updates to pod-<uid> workers
@@ -10,6 +12,9 @@
 //! ├── sync-loop             updates, events, ticks, housekeeping
 //! ├── pod-config            merges the sources
 //! ├── file-source / http-source
+//! ├── node / node-lease / api-source / mirror-pods   (cluster; see [`crate::cluster`])
+//! ├── node-conditions       (standalone) node conditions for observers
+//! ├── source-<name> …       embedders' sources
 //! └── healthz / read-only   HTTP servers
 //! ```
 //! Peers hold each other's stable [`ChildRef`]s, created before any actor
