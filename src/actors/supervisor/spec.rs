@@ -113,12 +113,16 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// # }
 /// # actlet::testing::run_paused(async {
 /// // The factory sees where (and how many times) it is building the child.
-/// let spec = ChildSpec::with_context("counter", |cx: &ChildContext| {
-///     println!("building {} #{}", cx.path(), cx.generation());
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let spec = ChildSpec::with_context("counter", move |cx: &ChildContext| {
+///     tx.send(format!("{} #{}", cx.path(), cx.generation())).unwrap();
 ///     Counter(0)
 /// });
+/// let counter_ref = spec.child_ref();
 /// let _root = SupervisorSpec::new("root").child(spec).start_root();
-/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// counter_ref.do_send(Crash).unwrap();
+/// assert_eq!(counter_ref.send(Add(0)).await, Ok(0)); // served by the second instance
+/// assert_eq!(rx.try_iter().collect::<Vec<_>>(), ["root/counter #1", "root/counter #2"]);
 /// # });
 /// ```
 #[derive(Debug, Clone)]
