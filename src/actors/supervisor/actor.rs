@@ -21,6 +21,13 @@ use super::tree::SupervisionTree;
 
 /// How long a nested supervisor gets to stop, by default: as long as its
 /// children's own shutdown timeouts need (OTP's `infinity`).
+///
+/// ```
+/// # use actlet::actors::supervisor::*;
+/// // A nested supervisor is never cut short by its parent: it takes as long as
+/// // its own children's shutdown timeouts add up to.
+/// assert!(SUPERVISOR_SHUTDOWN_TIMEOUT > DEFAULT_SHUTDOWN_TIMEOUT * 1_000_000);
+/// ```
 pub const SUPERVISOR_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 /// A nested supervisor finishes its children this much before the deadline
 /// its parent gave it, so that it can still report in time.
@@ -28,6 +35,38 @@ const STOP_MARGIN: Duration = Duration::from_millis(10);
 
 /// Builder of a supervisor: name, strategy, intensity and static children
 /// (started in order, stopped in reverse order).
+///
+/// ```
+/// # use std::time::Duration;
+/// use actix::{Actor, Context, Handler, Message};
+/// use actlet::actors::supervisor::{ChildSpec, Strategy, SupervisorSpec};
+///
+/// struct Counter(u32);
+/// impl Actor for Counter {
+///     type Context = Context<Self>;
+/// }
+/// struct Add(u32);
+/// impl Message for Add {
+///     type Result = u32;
+/// }
+/// impl Handler<Add> for Counter {
+///     type Result = u32;
+///     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 {
+///         self.0 += n;
+///         self.0
+///     }
+/// }
+///
+/// actlet::testing::run_paused(async {
+///     let counter = ChildSpec::new("counter", || Counter(0));
+///     let counter_ref = counter.child_ref();
+///     let workers = SupervisorSpec::new("workers").strategy(Strategy::OneForAll).child(counter);
+///     let root = SupervisorSpec::new("root").intensity(5, Duration::from_secs(10)).child(workers).start_root();
+///     assert_eq!(counter_ref.send(Add(2)).await, Ok(2));
+///     let paths: Vec<String> = root.tree().snapshot().into_iter().map(|c| c.path).collect();
+///     assert_eq!(paths, ["root", "root/workers", "root/workers/counter"]);
+/// });
+/// ```
 #[derive(Clone)]
 pub struct SupervisorSpec {
     name: String,
@@ -50,6 +89,34 @@ impl fmt::Debug for SupervisorSpec {
 
 impl SupervisorSpec {
     /// A one-for-one supervisor with the default [`Intensity`] and no children.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").start_root();
+    /// let info = root.tree().get("root").unwrap();
+    /// assert_eq!((info.kind, info.state), ("Supervisor", ChildState::Running));
+    /// # });
+    /// ```
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -61,18 +128,117 @@ impl SupervisorSpec {
     }
 
     /// Sets the restart strategy.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let (a, b) = (ChildSpec::new("a", || Counter(0)), ChildSpec::new("b", || Counter(0)));
+    /// let (a_ref, b_ref) = (a.child_ref(), b.child_ref());
+    /// let _root = SupervisorSpec::new("root").strategy(Strategy::OneForAll).child(a).child(b).start_root();
+    /// assert_eq!(b_ref.send(Add(5)).await, Ok(5));
+    /// a_ref.do_send(Crash).unwrap(); // `a` fails: `b` is stopped, then both start afresh
+    /// assert_eq!(a_ref.send(Add(1)).await, Ok(1));
+    /// assert_eq!(b_ref.send(Add(1)).await, Ok(1), "b lost its state: it was restarted too");
+    /// # });
+    /// ```
     pub fn strategy(mut self, strategy: Strategy) -> Self {
         self.strategy = strategy;
         self
     }
 
     /// At most `max_restarts` restarts within `within`, else escalate.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let counter = ChildSpec::new("counter", || Counter(0));
+    /// let counter_ref = counter.child_ref();
+    /// let root = SupervisorSpec::new("root")
+    ///     .intensity(1, Duration::from_secs(60)) // one restart a minute, no more
+    ///     .child(counter)
+    ///     .on_root_failure(|failure| println!("{failure}"))
+    ///     .start_root();
+    /// counter_ref.do_send(Crash).unwrap(); // restarted
+    /// counter_ref.do_send(Crash).unwrap(); // a second restart within the minute: give up
+    /// assert!(matches!(root.wait().await, ExitReason::Failed(_)));
+    /// # });
+    /// ```
     pub fn intensity(mut self, max_restarts: u32, within: Duration) -> Self {
         self.intensity = Intensity::new(max_restarts, within);
         self
     }
 
     /// Appends a static child (a [`ChildSpec`] or a nested [`SupervisorSpec`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root")
+    ///     .child(ChildSpec::new("counter", || Counter(0)))
+    ///     .child(SupervisorSpec::new("workers")) // a nested supervisor
+    ///     .start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// let names: Vec<String> = root.tree().snapshot().into_iter().map(|c| c.name).collect();
+    /// assert_eq!(names, ["root", "counter", "workers"]);
+    /// # });
+    /// ```
     pub fn child(mut self, spec: impl Into<AnyChildSpec>) -> Self {
         self.children.push(spec.into());
         self
@@ -81,6 +247,44 @@ impl SupervisorSpec {
     /// What to do when this supervisor, started as the root, gives up
     /// (default: [`stop_system_on_root_failure`](super::stop_system_on_root_failure)).
     /// Ignored for nested supervisors, which escalate to their parent.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let counter = ChildSpec::new("counter", || Counter(0));
+    /// let counter_ref = counter.child_ref();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let root = SupervisorSpec::new("root")
+    ///     .intensity(0, Duration::from_secs(5)) // give up on the first failure
+    ///     .child(counter)
+    ///     .on_root_failure(move |failure| tx.send(failure.clone()).unwrap())
+    ///     .start_root();
+    /// counter_ref.do_send(Crash).unwrap();
+    /// root.wait().await;
+    /// let failure = rx.recv().unwrap();
+    /// assert_eq!(failure.supervisor, "root");
+    /// println!("{failure}"); // names the child and its failure
+    /// # });
+    /// ```
     pub fn on_root_failure(mut self, hook: impl Fn(&super::RootFailure) + Send + Sync + 'static) -> Self {
         self.on_root_failure = Some(Arc::new(hook));
         self
@@ -88,6 +292,37 @@ impl SupervisorSpec {
 
     /// This supervisor as a child of another one. Use the returned spec's
     /// [`child_ref`](ChildSpec::child_ref) to address it.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let workers = SupervisorSpec::new("workers").into_child_spec();
+    /// let workers_ref = workers.child_ref(); // a ChildRef<Supervisor>
+    /// let _root = SupervisorSpec::new("root").child(workers).start_root();
+    /// let pod = ChildSpec::new("pod-1", || Counter(0));
+    /// let path = workers_ref.send(StartChild(pod.into())).await.unwrap().unwrap();
+    /// assert_eq!(path, "root/workers/pod-1");
+    /// # });
+    /// ```
     pub fn into_child_spec(self) -> ChildSpec<Supervisor> {
         let statics = self.children.iter().map(|c| c.inner.clone()).collect::<Vec<_>>();
         let config = Arc::new(EngineConfig {
@@ -109,6 +344,39 @@ impl SupervisorSpec {
     ///
     /// # Panics
     /// Outside a running actix `System` (it spawns on the current arbiter).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let counter = ChildSpec::new("counter", || Counter(0));
+    /// let counter_ref = counter.child_ref();
+    /// let root = SupervisorSpec::new("root").child(counter).start_root();
+    /// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+    /// let report = root.shutdown(Duration::from_secs(5)).await.unwrap();
+    /// assert_eq!(report.stopped, ["root/counter"]);
+    /// # });
+    /// ```
     pub fn start_root(self) -> RootSupervisor {
         let hook = self.on_root_failure.clone();
         RootSupervisor::start(self.into_child_spec(), hook)
@@ -124,6 +392,36 @@ impl From<SupervisorSpec> for AnyChildSpec {
 /// A supervisor actor. Build it with [`SupervisorSpec`]; talk to it through
 /// its [`ChildRef`](super::ChildRef) with [`GetTree`], [`StartChild`],
 /// [`StopChild`] and [`Shutdown`].
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// let supervisor: &ChildRef<Supervisor> = root.addr();
+/// let tree = supervisor.send(GetTree).await.unwrap();
+/// assert_eq!(tree.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["root", "root/counter"]);
+/// # });
+/// ```
 pub struct Supervisor {
     path: String,
     tree: SupervisionTree,
@@ -157,11 +455,91 @@ impl Supervisor {
     }
 
     /// Path of this supervisor in the tree.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// // Supervisors can be taught new messages:
+    /// struct Where;
+    /// impl Message for Where {
+    ///     type Result = String;
+    /// }
+    /// impl Handler<Where> for Supervisor {
+    ///     type Result = String;
+    ///     fn handle(&mut self, _: Where, _: &mut Context<Self>) -> String {
+    ///         self.path().to_owned()
+    ///     }
+    /// }
+    /// # actlet::testing::run_paused(async {
+    /// let workers = SupervisorSpec::new("workers").into_child_spec();
+    /// let workers_ref = workers.child_ref();
+    /// let _root = SupervisorSpec::new("root").child(workers).start_root();
+    /// assert_eq!(workers_ref.send(Where).await.unwrap(), "root/workers");
+    /// # });
+    /// ```
     pub fn path(&self) -> &str {
         &self.path
     }
 
     /// The live tree this supervisor belongs to.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// struct Census;
+    /// impl Message for Census {
+    ///     type Result = usize;
+    /// }
+    /// impl Handler<Census> for Supervisor {
+    ///     type Result = usize;
+    ///     fn handle(&mut self, _: Census, _: &mut Context<Self>) -> usize {
+    ///         self.tree().len() // the whole tree, not only this supervisor's subtree
+    ///     }
+    /// }
+    /// # actlet::testing::run_paused(async {
+    /// let workers = SupervisorSpec::new("workers").child(ChildSpec::new("pod-1", || Counter(0))).into_child_spec();
+    /// let workers_ref = workers.child_ref();
+    /// let _root = SupervisorSpec::new("root").child(workers).start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// assert_eq!(workers_ref.send(Census).await.unwrap(), 3);
+    /// # });
+    /// ```
     pub fn tree(&self) -> &SupervisionTree {
         &self.tree
     }

@@ -9,6 +9,36 @@ use std::rc::Rc;
 use actix::ActorContext;
 
 /// Why a child instance ended.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// let reason = root.stop_child("counter").await.unwrap();
+/// assert_eq!(reason, ExitReason::Normal);
+/// assert_eq!(reason.to_string(), "stopped normally");
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExitReason {
     /// The actor stopped by itself (`ctx.stop()`, or all its work is done).
@@ -24,6 +54,14 @@ pub enum ExitReason {
 
 impl ExitReason {
     /// Everything but [`ExitReason::Normal`] is abnormal.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::ExitReason;
+    /// assert!(!ExitReason::Normal.is_abnormal());
+    /// assert!(ExitReason::Failed("disk full".into()).is_abnormal());
+    /// assert!(ExitReason::Panicked("index out of bounds".into()).is_abnormal());
+    /// assert!(ExitReason::Killed.is_abnormal());
+    /// ```
     pub fn is_abnormal(&self) -> bool {
         !matches!(self, Self::Normal)
     }
@@ -52,6 +90,40 @@ thread_local! {
 ///
 /// Call it from a handler or lifecycle hook of a supervised actor. Outside a
 /// supervised instance it only stops the actor (and logs a warning).
+///
+/// ```
+/// # use std::time::Duration;
+/// use actix::{Actor, Context, Handler, Message};
+/// use actlet::actors::supervisor::{ChildSpec, ExitReason, SupervisorSpec, fail};
+///
+/// struct Probe;
+/// impl Actor for Probe {
+///     type Context = Context<Self>;
+/// }
+/// struct Check(bool);
+/// impl Message for Check {
+///     type Result = ();
+/// }
+/// impl Handler<Check> for Probe {
+///     type Result = ();
+///     fn handle(&mut self, Check(ok): Check, ctx: &mut Context<Self>) {
+///         if !ok {
+///             fail(ctx, "runtime unreachable");
+///         }
+///     }
+/// }
+///
+/// actlet::testing::run_paused(async {
+///     let probe = ChildSpec::new("probe", || Probe);
+///     let probe_ref = probe.child_ref();
+///     let root = SupervisorSpec::new("root").child(probe).start_root();
+///     probe_ref.send(Check(false)).await.unwrap();
+///     probe_ref.send(Check(true)).await.unwrap(); // handled by the restarted instance
+///     let info = root.tree().get("root/probe").unwrap();
+///     assert_eq!(info.restarts, 1);
+///     assert_eq!(info.last_failure.unwrap().reason, ExitReason::Failed("runtime unreachable".into()));
+/// });
+/// ```
 pub fn fail<C: ActorContext>(ctx: &mut C, reason: impl Into<String>) {
     let reason = reason.into();
     let recorded = CURRENT_SLOT.with(|current| match &*current.borrow() {

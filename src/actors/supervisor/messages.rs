@@ -10,6 +10,38 @@ use super::spec::AnyChildSpec;
 use super::tree::ChildInfo;
 
 /// Reads the supervisor's subtree (itself and everything below it).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let workers = SupervisorSpec::new("workers").child(ChildSpec::new("pod-1", || Counter(0))).into_child_spec();
+/// let workers_ref = workers.child_ref();
+/// let _root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).child(workers).start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// let subtree = workers_ref.send(GetTree).await.unwrap();
+/// let paths: Vec<&str> = subtree.iter().map(|c| c.path.as_str()).collect();
+/// assert_eq!(paths, ["root/workers", "root/workers/pod-1"]);
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GetTree;
 
@@ -19,6 +51,39 @@ impl Message for GetTree {
 
 /// Adds and starts a dynamic child; replies with its path. Dynamic children
 /// are forgotten when they are retired or when the supervisor restarts.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let root = SupervisorSpec::new("root").start_root();
+/// let pod = ChildSpec::new("pod-1", || Counter(0)).restart(RestartPolicy::Transient);
+/// let pod_ref = pod.child_ref();
+/// let path = root.addr().send(StartChild(pod.into())).await.unwrap().unwrap();
+/// assert_eq!(path, "root/pod-1");
+/// assert_eq!(pod_ref.send(Add(1)).await, Ok(1));
+/// let again = root.addr().send(StartChild(ChildSpec::new("pod-1", || Counter(0)).into())).await.unwrap();
+/// assert!(matches!(again, Err(SupervisorError::AlreadyExists(_))));
+/// # });
+/// ```
 #[derive(Debug)]
 pub struct StartChild(pub AnyChildSpec);
 
@@ -29,6 +94,38 @@ impl Message for StartChild {
 /// Stops a child on purpose (orderly, bounded by its shutdown timeout) and
 /// retires it; this is not a failure and does not count against intensity.
 /// Replies with how its instance ended.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+/// let reason = root.addr().send(StopChild("counter".into())).await.unwrap();
+/// assert_eq!(reason.unwrap(), ExitReason::Normal);
+/// assert_eq!(root.tree().get("root/counter").unwrap().restarts, 0, "not a failure");
+/// # });
+/// ```
 #[derive(Debug, Clone)]
 pub struct StopChild(pub String);
 
@@ -38,6 +135,38 @@ impl Message for StopChild {
 
 /// Stops every child in reverse start order within `deadline`, then stops
 /// the supervisor itself (normally).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+/// let report = root.addr().send(Shutdown { deadline: Duration::from_secs(5) }).await.unwrap().unwrap();
+/// assert_eq!(report.stopped, ["root/counter"]);
+/// assert_eq!(root.wait().await, ExitReason::Normal);
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Shutdown {
     /// Time budget for the whole subtree; what is left after it is dropped.
@@ -50,6 +179,49 @@ impl Message for Shutdown {
 
 /// What a shutdown did to the supervisor's direct children, in stop order
 /// (nested supervisors report on their own subtree in the logs only).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// use actix::Running;
+///
+/// /// Refuses to stop.
+/// struct Stubborn;
+/// impl Actor for Stubborn {
+///     type Context = Context<Self>;
+///     fn stopping(&mut self, _: &mut Context<Self>) -> Running {
+///         Running::Continue
+///     }
+/// }
+/// # actlet::testing::run_paused(async {
+/// let root = SupervisorSpec::new("root")
+///     .child(ChildSpec::new("polite", || Counter(0)))
+///     .child(ChildSpec::new("stubborn", || Stubborn).shutdown_timeout(Duration::from_secs(1)))
+///     .start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// let report = root.shutdown(Duration::from_secs(10)).await.unwrap();
+/// let expected = ShutdownReport { stopped: vec!["root/polite".into()], killed: vec!["root/stubborn".into()] };
+/// assert_eq!(report, expected);
+/// # });
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
     /// Children that stopped in order before their deadline.
@@ -59,6 +231,35 @@ pub struct ShutdownReport {
 }
 
 /// Errors of supervisor requests.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
+/// let err = root.stop_child("no-such-child").await.unwrap_err();
+/// assert!(matches!(err, SupervisorError::NotFound(ref name) if name == "no-such-child"));
+/// assert_eq!(err.to_string(), "no child named \"no-such-child\"");
+/// # });
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {
     /// No child with this name.

@@ -19,9 +19,33 @@ use super::spec::{AnyChildSpec, ChildContext, ChildSpec, ErasedSpec};
 use super::tree::{ChildInfo, ChildState, Failure, SupervisionTree};
 
 /// Called when the root supervisor exits abnormally (escalation or panic).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use actlet::actors::supervisor::{ExitReason, RootFailure, RootFailureHook};
+///
+/// let failures = Arc::new(AtomicU32::new(0));
+/// let counted = failures.clone();
+/// let hook: RootFailureHook = Arc::new(move |failure: &RootFailure| {
+///     counted.fetch_add(1, Ordering::SeqCst);
+///     eprintln!("{failure}");
+/// });
+/// hook(&RootFailure { supervisor: "root".into(), reason: ExitReason::Killed });
+/// assert_eq!(failures.load(Ordering::SeqCst), 1);
+/// ```
 pub type RootFailureHook = Arc<dyn Fn(&RootFailure) + Send + Sync>;
 
 /// The root supervisor gave up.
+///
+/// ```
+/// # use actlet::actors::supervisor::{ExitReason, RootFailure};
+/// let failure = RootFailure {
+///     supervisor: "root".into(),
+///     reason: ExitReason::Failed("child root/pleg failed: runtime down".into()),
+/// };
+/// assert_eq!(failure.to_string(), "root supervisor root failed: child root/pleg failed: runtime down");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RootFailure {
     /// Path (name) of the root supervisor.
@@ -39,6 +63,38 @@ impl fmt::Display for RootFailure {
 
 /// The default root-failure hook: logs the failure at error level and stops
 /// the actix `System` with exit code 1.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// let system = actix::System::new();
+/// system.block_on(async {
+///     let counter = ChildSpec::new("counter", || Counter(0));
+///     let counter_ref = counter.child_ref();
+///     // No `on_root_failure`: this hook is the default.
+///     SupervisorSpec::new("root").intensity(0, Duration::from_secs(5)).child(counter).start_root();
+///     counter_ref.do_send(Crash).unwrap(); // the root gives up at once
+/// });
+/// assert_eq!(system.run_with_code().unwrap(), 1, "the System stopped with exit code 1");
+/// ```
 pub fn stop_system_on_root_failure(failure: &RootFailure) {
     tracing::error!(
         supervisor = %failure.supervisor,
@@ -52,6 +108,40 @@ pub fn stop_system_on_root_failure(failure: &RootFailure) {
 
 /// Handle on a running root supervisor. Cheap to clone; dropping it does not
 /// stop the tree.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root: RootSupervisor = SupervisorSpec::new("root").child(counter).start_root();
+/// let waiter = root.clone();
+/// let exited = actix::spawn(async move { waiter.wait().await });
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+/// assert_eq!(root.exit_reason(), None, "still running");
+/// root.shutdown(Duration::from_secs(5)).await.unwrap();
+/// assert_eq!(exited.await.unwrap(), ExitReason::Normal);
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct RootSupervisor {
     path: String,
@@ -131,16 +221,99 @@ impl RootSupervisor {
     }
 
     /// Path (name) of the root.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("kubelet").start_root();
+    /// assert_eq!(root.path(), "kubelet");
+    /// # });
+    /// ```
     pub fn path(&self) -> &str {
         &self.path
     }
 
     /// Stable address of the root supervisor (for [`GetTree`](super::GetTree) & co).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").start_root();
+    /// let tree = root.addr().send(GetTree).await.unwrap();
+    /// assert_eq!(tree[0].path, "root");
+    /// # });
+    /// ```
     pub fn addr(&self) -> &ChildRef<Supervisor> {
         &self.addr
     }
 
     /// The live tree.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// assert_eq!(root.tree().get("root/counter").unwrap().state, ChildState::Running);
+    /// # });
+    /// ```
     pub fn tree(&self) -> &SupervisionTree {
         &self.tree
     }
@@ -149,6 +322,38 @@ impl RootSupervisor {
     ///
     /// # Errors
     /// See [`StartChild`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").start_root();
+    /// let pod = ChildSpec::new("pod-1", || Counter(0));
+    /// let pod_ref = pod.child_ref();
+    /// assert_eq!(root.start_child(pod).await.unwrap(), "root/pod-1");
+    /// assert_eq!(pod_ref.send(Add(2)).await, Ok(2));
+    /// # });
+    /// ```
     pub async fn start_child(&self, spec: impl Into<AnyChildSpec>) -> Result<String, SupervisorError> {
         self.addr.send(StartChild(spec.into())).await?
     }
@@ -157,6 +362,37 @@ impl RootSupervisor {
     ///
     /// # Errors
     /// See [`StopChild`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").start_root();
+    /// root.start_child(ChildSpec::new("pod-1", || Counter(0))).await.unwrap();
+    /// assert_eq!(root.stop_child("pod-1").await.unwrap(), ExitReason::Normal);
+    /// assert!(root.tree().get("root/pod-1").is_none(), "a stopped dynamic child is forgotten");
+    /// # });
+    /// ```
     pub async fn stop_child(&self, name: impl Into<String>) -> Result<ExitReason, SupervisorError> {
         self.addr.send(StopChild(name.into())).await?
     }
@@ -167,6 +403,41 @@ impl RootSupervisor {
     /// # Errors
     /// [`SupervisorError::Unreachable`] or [`SupervisorError::ShuttingDown`]
     /// if the root is gone or already shutting down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root")
+    ///     .child(ChildSpec::new("first", || Counter(0)))
+    ///     .child(ChildSpec::new("second", || Counter(0)))
+    ///     .start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// let report = root.shutdown(Duration::from_secs(5)).await.unwrap();
+    /// assert_eq!(report.stopped, ["root/second", "root/first"], "reverse start order");
+    /// assert_eq!(root.exit_reason(), Some(ExitReason::Normal));
+    /// # });
+    /// ```
     pub async fn shutdown(&self, deadline: Duration) -> Result<ShutdownReport, SupervisorError> {
         let report = self.addr.send(Shutdown { deadline }).await??;
         self.wait().await;
@@ -174,6 +445,41 @@ impl RootSupervisor {
     }
 
     /// Waits until the root exits and returns how.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let counter = ChildSpec::new("counter", || Counter(0));
+    /// let counter_ref = counter.child_ref();
+    /// let root = SupervisorSpec::new("root")
+    ///     .intensity(0, Duration::from_secs(5))
+    ///     .child(counter)
+    ///     .on_root_failure(|_| {}) // keep the System running
+    ///     .start_root();
+    /// counter_ref.do_send(Crash).unwrap();
+    /// let reason = root.wait().await;
+    /// assert!(reason.to_string().contains("crashed on purpose"), "{reason}");
+    /// # });
+    /// ```
     pub async fn wait(&self) -> ExitReason {
         let mut exit = self.exit.clone();
         match exit.wait_for(Option::is_some).await {
@@ -183,6 +489,35 @@ impl RootSupervisor {
     }
 
     /// How the root exited, if it has.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").start_root();
+    /// assert_eq!(root.exit_reason(), None);
+    /// root.shutdown(Duration::from_secs(1)).await.unwrap();
+    /// assert_eq!(root.exit_reason(), Some(ExitReason::Normal));
+    /// # });
+    /// ```
     pub fn exit_reason(&self) -> Option<ExitReason> {
         self.exit.borrow().clone()
     }

@@ -12,6 +12,41 @@ use super::root::RootSupervisor;
 /// # Errors
 /// [`SupervisorError::Exited`] if the root exited before the trigger fired;
 /// otherwise as [`RootSupervisor::shutdown`].
+///
+/// # Examples
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+/// let trigger = tokio::time::sleep(Duration::from_secs(60)); // e.g. a maintenance window
+/// let report = shutdown_when(&root, Duration::from_secs(5), trigger).await.unwrap();
+/// assert_eq!(report.stopped, ["root/counter"]);
+/// assert_eq!(root.exit_reason(), Some(ExitReason::Normal));
+/// # });
+/// ```
 pub async fn shutdown_when(
     root: &RootSupervisor,
     deadline: Duration,
@@ -32,6 +67,45 @@ pub async fn shutdown_when(
 /// # Errors
 /// [`SupervisorError::Signal`] if the handlers cannot be installed; otherwise
 /// as [`shutdown_when`].
+///
+/// # Examples
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// use nix::sys::signal::{Signal, kill};
+/// use nix::unistd::Pid;
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// let handle = root.clone();
+/// let stopped = actix::spawn(async move { shutdown_on_signals(&handle, Duration::from_secs(10)).await });
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+/// tokio::time::sleep(Duration::from_millis(10)).await; // the handlers are installed by now
+/// kill(Pid::this(), Signal::SIGTERM).unwrap(); // what `kill -TERM` or the init system does
+/// let report = stopped.await.unwrap().unwrap();
+/// assert_eq!(report.stopped, ["root/counter"]);
+/// # });
+/// ```
 #[cfg(unix)]
 pub async fn shutdown_on_signals(root: &RootSupervisor, deadline: Duration) -> Result<ShutdownReport, SupervisorError> {
     use tokio::signal::unix::{SignalKind, signal};

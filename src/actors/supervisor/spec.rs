@@ -18,11 +18,113 @@ use super::strategy::RestartPolicy;
 use super::tree::SupervisionTree;
 
 /// Default mailbox capacity of a child.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// let counter_ref = ChildSpec::new("counter", || Counter(0)).child_ref();
+/// assert_eq!(counter_ref.capacity(), DEFAULT_MAILBOX_CAPACITY);
+/// ```
 pub const DEFAULT_MAILBOX_CAPACITY: usize = 1024;
 /// Default time a child gets to stop in order before it is dropped.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// use actix::Running;
+///
+/// /// Refuses to stop.
+/// struct Stubborn;
+/// impl Actor for Stubborn {
+///     type Context = Context<Self>;
+///     fn stopping(&mut self, _: &mut Context<Self>) -> Running {
+///         Running::Continue
+///     }
+/// }
+/// # actlet::testing::run_paused(async {
+/// let root = SupervisorSpec::new("root").child(ChildSpec::new("stubborn", || Stubborn)).start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// let started = tokio::time::Instant::now(); // paused time: advances only as timers fire
+/// let report = root.shutdown(Duration::from_secs(60)).await.unwrap();
+/// assert_eq!(report.killed, ["root/stubborn"]);
+/// assert!(started.elapsed() >= DEFAULT_SHUTDOWN_TIMEOUT, "it got the default 5 s");
+/// # });
+/// ```
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a factory knows about the instance it is building.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// // The factory sees where (and how many times) it is building the child.
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let spec = ChildSpec::with_context("counter", move |cx: &ChildContext| {
+///     tx.send(format!("{} #{}", cx.path(), cx.generation())).unwrap();
+///     Counter(0)
+/// });
+/// let counter_ref = spec.child_ref();
+/// let _root = SupervisorSpec::new("root").child(spec).start_root();
+/// counter_ref.do_send(Crash).unwrap();
+/// assert_eq!(counter_ref.send(Add(0)).await, Ok(0)); // served by the second instance
+/// assert_eq!(rx.try_iter().collect::<Vec<_>>(), ["root/counter #1", "root/counter #2"]);
+/// # });
+/// ```
 #[derive(Debug, Clone)]
 pub struct ChildContext {
     pub(crate) path: String,
@@ -33,18 +135,157 @@ pub struct ChildContext {
 
 impl ChildContext {
     /// Path of the child in the tree, e.g. `root/pod-workers/pod-1234`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # use std::sync::{Arc, Mutex};
+    /// # actlet::testing::run_paused(async {
+    /// # let seen = Arc::new(Mutex::new(None));
+    /// # let sink = seen.clone();
+    /// # let spec = ChildSpec::with_context("counter", move |cx: &ChildContext| {
+    /// #     *sink.lock().unwrap() = Some(cx.clone());
+    /// #     Counter(0)
+    /// # });
+    /// # let _root = SupervisorSpec::new("root").child(spec).start_root();
+    /// # tokio::time::sleep(Duration::from_millis(10)).await;
+    /// # let cx: ChildContext = seen.lock().unwrap().clone().unwrap();
+    /// assert_eq!(cx.path(), "root/counter");
+    /// # });
+    /// ```
     pub fn path(&self) -> &str {
         &self.path
     }
     /// Name of the child.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # use std::sync::{Arc, Mutex};
+    /// # actlet::testing::run_paused(async {
+    /// # let seen = Arc::new(Mutex::new(None));
+    /// # let sink = seen.clone();
+    /// # let spec = ChildSpec::with_context("counter", move |cx: &ChildContext| {
+    /// #     *sink.lock().unwrap() = Some(cx.clone());
+    /// #     Counter(0)
+    /// # });
+    /// # let _root = SupervisorSpec::new("root").child(spec).start_root();
+    /// # tokio::time::sleep(Duration::from_millis(10)).await;
+    /// # let cx: ChildContext = seen.lock().unwrap().clone().unwrap();
+    /// assert_eq!(cx.name(), "counter");
+    /// # });
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
     /// 1 for the first instance, +1 for every restart (per supervisor instance).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let spec = ChildSpec::with_context("counter", |cx: &ChildContext| Counter(100 * cx.generation() as u32));
+    /// let counter_ref = spec.child_ref();
+    /// let _root = SupervisorSpec::new("root").child(spec).start_root();
+    /// assert_eq!(counter_ref.send(Add(0)).await, Ok(100));
+    /// counter_ref.do_send(Crash).unwrap();
+    /// assert_eq!(counter_ref.send(Add(0)).await, Ok(200), "built by the second factory call");
+    /// # });
+    /// ```
     pub fn generation(&self) -> u64 {
         self.generation
     }
     /// The live tree this child belongs to.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # use std::sync::{Arc, Mutex};
+    /// # actlet::testing::run_paused(async {
+    /// # let seen = Arc::new(Mutex::new(None));
+    /// # let sink = seen.clone();
+    /// # let spec = ChildSpec::with_context("counter", move |cx: &ChildContext| {
+    /// #     *sink.lock().unwrap() = Some(cx.clone());
+    /// #     Counter(0)
+    /// # });
+    /// # let _root = SupervisorSpec::new("root").child(spec).start_root();
+    /// # tokio::time::sleep(Duration::from_millis(10)).await;
+    /// # let cx: ChildContext = seen.lock().unwrap().clone().unwrap();
+    /// assert_eq!(cx.tree().get("root").unwrap().kind, "Supervisor");
+    /// # });
+    /// ```
     pub fn tree(&self) -> &SupervisionTree {
         &self.tree
     }
@@ -58,6 +299,38 @@ type StopHook<A> = Arc<dyn Fn(&mut A, &mut Context<A>, Instant) + Send + Sync>;
 ///
 /// The mailbox is created with the spec, so [`child_ref`](Self::child_ref)
 /// can hand out addresses before the child ever starts.
+///
+/// ```
+/// # use std::time::Duration;
+/// use actix::{Actor, Context, Handler, Message};
+/// use actlet::actors::supervisor::{ChildSpec, RestartPolicy, SupervisorSpec};
+///
+/// struct Counter(u32);
+/// impl Actor for Counter {
+///     type Context = Context<Self>;
+/// }
+/// struct Add(u32);
+/// impl Message for Add {
+///     type Result = u32;
+/// }
+/// impl Handler<Add> for Counter {
+///     type Result = u32;
+///     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 {
+///         self.0 += n;
+///         self.0
+///     }
+/// }
+///
+/// actlet::testing::run_paused(async {
+///     let spec = ChildSpec::new("counter", || Counter(0))
+///         .restart(RestartPolicy::Transient)
+///         .shutdown_timeout(Duration::from_secs(2))
+///         .mailbox_capacity(64);
+///     let counter_ref = spec.child_ref();
+///     let _root = SupervisorSpec::new("root").child(spec).start_root();
+///     assert_eq!(counter_ref.send(Add(3)).await, Ok(3));
+/// });
+/// ```
 pub struct ChildSpec<A: Actor<Context = Context<A>>> {
     name: Arc<str>,
     factory: Factory<A>,
@@ -85,6 +358,39 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     ///
     /// # Panics
     /// If `name` is empty or contains `/`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let spec = ChildSpec::new("counter", || Counter(10)); // called again on every restart
+    /// let counter_ref = spec.child_ref();
+    /// let _root = SupervisorSpec::new("root").child(spec).start_root();
+    /// assert_eq!(counter_ref.send(Add(1)).await, Ok(11));
+    /// counter_ref.do_send(Crash).unwrap();
+    /// assert_eq!(counter_ref.send(Add(1)).await, Ok(11), "a fresh Counter(10)");
+    /// # });
+    /// ```
     pub fn new(name: impl Into<String>, factory: impl Fn() -> A + Send + Sync + 'static) -> Self {
         Self::with_context(name, move |_| factory())
     }
@@ -93,6 +399,37 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     ///
     /// # Panics
     /// If `name` is empty or contains `/`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let spec = ChildSpec::with_context("counter", |cx: &ChildContext| Counter(cx.path().len() as u32));
+    /// let counter_ref = spec.child_ref();
+    /// let _root = SupervisorSpec::new("root").child(spec).start_root();
+    /// assert_eq!(counter_ref.send(Add(0)).await, Ok("root/counter".len() as u32));
+    /// # });
+    /// ```
     pub fn with_context(name: impl Into<String>, factory: impl Fn(&ChildContext) -> A + Send + Sync + 'static) -> Self {
         let name: String = name.into();
         assert!(
@@ -111,6 +448,38 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     }
 
     /// Sets the restart policy (default [`RestartPolicy::Permanent`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let spec = ChildSpec::new("job", || Counter(0)).restart(RestartPolicy::Transient);
+    /// let job = spec.child_ref();
+    /// let root = SupervisorSpec::new("root").child(spec).start_root();
+    /// job.send(Quit).await.unwrap(); // a normal stop: the job is done, not restarted
+    /// tokio::time::sleep(Duration::from_millis(10)).await;
+    /// assert!(!job.is_open(), "retired");
+    /// assert_eq!(root.tree().get("root/job").unwrap().restarts, 0);
+    /// # });
+    /// ```
     pub fn restart(mut self, policy: RestartPolicy) -> Self {
         self.policy = policy;
         self
@@ -118,6 +487,46 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
 
     /// Time the child gets to stop in order before it is dropped
     /// (default [`DEFAULT_SHUTDOWN_TIMEOUT`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// use actix::Running;
+    ///
+    /// /// Refuses to stop.
+    /// struct Stubborn;
+    /// impl Actor for Stubborn {
+    ///     type Context = Context<Self>;
+    ///     fn stopping(&mut self, _: &mut Context<Self>) -> Running {
+    ///         Running::Continue
+    ///     }
+    /// }
+    /// # actlet::testing::run_paused(async {
+    /// let spec = ChildSpec::new("stubborn", || Stubborn).shutdown_timeout(Duration::from_millis(100));
+    /// let root = SupervisorSpec::new("root").child(spec).start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// let report = root.shutdown(Duration::from_secs(60)).await.unwrap();
+    /// assert_eq!(report.killed, ["root/stubborn"], "dropped after 100 ms");
+    /// # });
+    /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
@@ -128,6 +537,36 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     ///
     /// # Panics
     /// If `capacity` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// let spec = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(2);
+    /// let counter_ref = spec.child_ref(); // after mailbox_capacity
+    /// counter_ref.do_send(Add(1)).unwrap();
+    /// counter_ref.do_send(Add(2)).unwrap();
+    /// assert_eq!(counter_ref.do_send(Add(3)), Err(SendError::Full));
+    /// ```
     pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
         self.mailbox = Mailbox::new(capacity);
         self
@@ -135,6 +574,41 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
 
     /// How an orderly stop is carried out (default: `ctx.stop()`); the hook
     /// gets the deadline after which the instance will be dropped.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let spec = ChildSpec::new("counter", || Counter(0)).on_stop(move |counter, ctx, _deadline| {
+    ///     tx.send(counter.0).unwrap(); // e.g. flush state before the deadline
+    ///     ctx.stop();
+    /// });
+    /// let counter_ref = spec.child_ref();
+    /// let root = SupervisorSpec::new("root").child(spec).start_root();
+    /// assert_eq!(counter_ref.send(Add(7)).await, Ok(7));
+    /// root.shutdown(Duration::from_secs(5)).await.unwrap();
+    /// assert_eq!(rx.recv().unwrap(), 7);
+    /// # });
+    /// ```
     pub fn on_stop(mut self, hook: impl Fn(&mut A, &mut Context<A>, Instant) + Send + Sync + 'static) -> Self {
         self.on_stop = Some(Arc::new(hook));
         self
@@ -148,11 +622,65 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     }
 
     /// The child's name.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// assert_eq!(ChildSpec::new("counter", || Counter(0)).name(), "counter");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// A stable address of the child, valid before it starts and across restarts.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let spec = ChildSpec::new("counter", || Counter(0));
+    /// let counter_ref = spec.child_ref();
+    /// counter_ref.do_send(Add(1)).unwrap(); // queued before the child exists
+    /// let _root = SupervisorSpec::new("root").child(spec).start_root();
+    /// assert_eq!(counter_ref.send(Add(1)).await, Ok(2));
+    /// # });
+    /// ```
     pub fn child_ref(&self) -> ChildRef<A> {
         ChildRef::new(self.name.clone(), self.mailbox.clone())
     }
@@ -160,6 +688,40 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
 
 /// A child spec of any actor type, as held by supervisors and sent in
 /// [`StartChild`](super::StartChild).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let children: Vec<AnyChildSpec> = vec![
+///     ChildSpec::new("counter", || Counter(0)).into(),
+///     SupervisorSpec::new("workers").into(),
+/// ];
+/// let names: Vec<&str> = children.iter().map(AnyChildSpec::name).collect();
+/// assert_eq!(names, ["counter", "workers"]);
+/// let root = children.into_iter().fold(SupervisorSpec::new("root"), SupervisorSpec::child).start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// assert_eq!(root.tree().len(), 3);
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct AnyChildSpec {
     pub(crate) inner: Arc<dyn ErasedSpec>,
@@ -167,6 +729,31 @@ pub struct AnyChildSpec {
 
 impl AnyChildSpec {
     /// The child's name.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// let spec: AnyChildSpec = ChildSpec::new("counter", || Counter(0)).into();
+    /// assert_eq!(spec.name(), "counter");
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.name()
     }

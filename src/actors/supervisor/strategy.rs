@@ -9,6 +9,41 @@ use super::exit::ExitReason;
 
 /// Which children a supervisor restarts when one of them must be restarted
 /// (OTP `strategy`).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let [a, b, c] = ["a", "b", "c"].map(|name| ChildSpec::new(name, || Counter(0)));
+/// let refs = [a.child_ref(), b.child_ref(), c.child_ref()];
+/// let _root = SupervisorSpec::new("root").strategy(Strategy::RestForOne).child(a).child(b).child(c).start_root();
+/// for r in &refs {
+///     r.send(Add(5)).await.unwrap();
+/// }
+/// refs[1].do_send(Crash).unwrap(); // `b` fails: `c`, started after it, is restarted too
+/// assert_eq!(refs[1].send(Add(1)).await, Ok(1));
+/// let counts = [refs[0].send(Add(0)).await, refs[2].send(Add(0)).await];
+/// assert_eq!(counts, [Ok(5), Ok(0)], "a kept its state, c is fresh");
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Strategy {
     /// Restart only the child that exited.
@@ -23,6 +58,38 @@ pub enum Strategy {
 }
 
 /// When a child is restarted after it exits (OTP `restart`).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let spec = ChildSpec::new("once", || Counter(0)).restart(RestartPolicy::Temporary);
+/// let once = spec.child_ref();
+/// let root = SupervisorSpec::new("root").child(spec).start_root();
+/// once.do_send(Crash).unwrap(); // fails, and is not restarted
+/// tokio::time::sleep(Duration::from_millis(10)).await;
+/// assert!(!once.is_open());
+/// assert_eq!(root.tree().get("root/once").map(|c| c.restarts).unwrap_or(0), 0);
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RestartPolicy {
     /// Always restarted, whatever the exit reason.
@@ -37,6 +104,15 @@ pub enum RestartPolicy {
 
 impl RestartPolicy {
     /// Whether a child with this policy is restarted after exiting with `reason`.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::{ExitReason, RestartPolicy};
+    /// let crashed = ExitReason::Panicked("boom".into());
+    /// assert!(RestartPolicy::Permanent.should_restart(&ExitReason::Normal));
+    /// assert!(!RestartPolicy::Transient.should_restart(&ExitReason::Normal));
+    /// assert!(RestartPolicy::Transient.should_restart(&crashed));
+    /// assert!(!RestartPolicy::Temporary.should_restart(&crashed));
+    /// ```
     pub fn should_restart(self, reason: &ExitReason) -> bool {
         match self {
             Self::Permanent => true,
@@ -48,6 +124,13 @@ impl RestartPolicy {
 
 /// Restart intensity: at most `max_restarts` restarts within any sliding
 /// window of `within`; one more and the supervisor gives up and escalates.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actlet::actors::supervisor::Intensity;
+/// let default = Intensity::default();
+/// assert_eq!((default.max_restarts, default.within), (3, Duration::from_secs(5)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Intensity {
     /// Restarts tolerated inside the window (`0` escalates on the first one).
@@ -58,6 +141,13 @@ pub struct Intensity {
 
 impl Intensity {
     /// `max_restarts` restarts within `within`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::actors::supervisor::Intensity;
+    /// const RELAXED: Intensity = Intensity::new(10, Duration::from_secs(60));
+    /// assert_eq!(RELAXED.max_restarts, 10);
+    /// ```
     pub const fn new(max_restarts: u32, within: Duration) -> Self {
         Self { max_restarts, within }
     }

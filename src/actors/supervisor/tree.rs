@@ -11,6 +11,39 @@ use super::exit::ExitReason;
 use super::strategy::RestartPolicy;
 
 /// Lifecycle state of a child, as last seen by its supervisor.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+/// let state = |tree: &SupervisionTree| tree.get("root/counter").unwrap().state;
+/// assert_eq!(state(root.tree()), ChildState::Running);
+/// root.stop_child("counter").await.unwrap();
+/// assert_eq!(state(root.tree()), ChildState::Stopped);
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChildState {
     /// Its factory is being called.
@@ -28,6 +61,39 @@ pub enum ChildState {
 }
 
 /// The last abnormal exit of a child.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// counter_ref.do_send(Crash).unwrap();
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1)); // the restarted instance
+/// let failure: Failure = root.tree().get("root/counter").unwrap().last_failure.unwrap();
+/// assert_eq!(failure.reason, ExitReason::Failed("crashed on purpose".into()));
+/// assert!(failure.at <= std::time::SystemTime::now());
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     /// How it ended.
@@ -37,6 +103,39 @@ pub struct Failure {
 }
 
 /// What the tree knows about one supervised actor.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// counter_ref.do_send(Crash).unwrap();
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+/// let info: ChildInfo = root.tree().get("root/counter").unwrap();
+/// assert_eq!((info.name.as_str(), info.kind, info.policy), ("counter", "Counter", RestartPolicy::Permanent));
+/// assert_eq!((info.state, info.generation, info.restarts), (ChildState::Running, 2, 1));
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildInfo {
     /// Slash-separated path from the root, e.g. `root/pod-workers/pod-1234`.
@@ -80,6 +179,41 @@ impl ChildInfo {
 }
 
 /// A cheap, cloneable, thread-safe handle on the live tree.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+/// # impl Actor for Counter { type Context = Context<Self>; }
+/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+/// # impl Handler<Add> for Counter {
+/// #     type Result = u32;
+/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+/// # }
+/// # impl Handler<Crash> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+/// # }
+/// # impl Handler<Quit> for Counter {
+/// #     type Result = ();
+/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+/// # }
+/// # actlet::testing::run_paused(async {
+/// let root = SupervisorSpec::new("root")
+///     .child(ChildSpec::new("counter", || Counter(0)))
+///     .child(SupervisorSpec::new("workers").child(ChildSpec::new("pod-1", || Counter(0))))
+///     .start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// let tree: SupervisionTree = root.tree().clone(); // cheap; readable from any thread
+/// let dump = std::thread::spawn(move || {
+///     tree.snapshot().iter().map(|c| format!("{} {:?}", c.path, c.state)).collect::<Vec<_>>()
+/// });
+/// assert_eq!(dump.join().unwrap()[3], "root/workers/pod-1 Running");
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct SupervisionTree {
     entries: Arc<DashMap<String, ChildInfo>>,
@@ -109,11 +243,46 @@ fn within(path: &str, root: &str) -> bool {
 
 impl SupervisionTree {
     /// An empty tree.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisionTree;
+    /// let tree = SupervisionTree::new();
+    /// assert!(tree.is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Every entry, sorted by path (a parent comes before its children).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// let paths: Vec<String> = root.tree().snapshot().into_iter().map(|c| c.path).collect();
+    /// assert_eq!(paths, ["root", "root/counter"]);
+    /// # });
+    /// ```
     pub fn snapshot(&self) -> Vec<ChildInfo> {
         let mut all: Vec<ChildInfo> = self.entries.iter().map(|e| e.value().clone()).collect();
         all.sort_by(|a, b| a.path.cmp(&b.path));
@@ -121,6 +290,38 @@ impl SupervisionTree {
     }
 
     /// The entry at `path` and everything below it, sorted by path.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root")
+    ///     .child(ChildSpec::new("counter", || Counter(0)))
+    ///     .child(SupervisorSpec::new("workers").child(ChildSpec::new("pod-1", || Counter(0))))
+    ///     .start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// let below: Vec<String> = root.tree().subtree("root/workers").into_iter().map(|c| c.path).collect();
+    /// assert_eq!(below, ["root/workers", "root/workers/pod-1"]);
+    /// # });
+    /// ```
     pub fn subtree(&self, path: &str) -> Vec<ChildInfo> {
         let mut all: Vec<ChildInfo> = self
             .entries
@@ -133,16 +334,101 @@ impl SupervisionTree {
     }
 
     /// The entry at `path`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// assert_eq!(root.tree().get("root/counter").unwrap().kind, "Counter");
+    /// assert_eq!(root.tree().get("root/nothing"), None);
+    /// # });
+    /// ```
     pub fn get(&self, path: &str) -> Option<ChildInfo> {
         self.entries.get(path).map(|e| e.value().clone())
     }
 
     /// Number of entries.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// assert_eq!(root.tree().len(), 2, "the root and its child");
+    /// # });
+    /// ```
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// Whether the tree has no entry.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// assert!(SupervisionTree::new().is_empty());
+    /// let root = SupervisorSpec::new("root").start_root();
+    /// assert!(!root.tree().is_empty(), "a started tree holds at least its root");
+    /// # });
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -150,6 +436,44 @@ impl SupervisionTree {
     /// Every change of an entry from now on (start, restart, failure, stop),
     /// as the entry's new value. A subscriber that falls more than 256
     /// changes behind misses the oldest ones (`RecvError::Lagged`).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, ActorContext, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
+    /// # impl Actor for Counter { type Context = Context<Self>; }
+    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
+    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
+    /// # impl Handler<Add> for Counter {
+    /// #     type Result = u32;
+    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
+    /// # }
+    /// # impl Handler<Crash> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
+    /// # }
+    /// # impl Handler<Quit> for Counter {
+    /// #     type Result = ();
+    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
+    /// # }
+    /// # actlet::testing::run_paused(async {
+    /// let counter = ChildSpec::new("counter", || Counter(0));
+    /// let counter_ref = counter.child_ref();
+    /// let root = SupervisorSpec::new("root").child(counter).start_root();
+    /// assert_eq!(counter_ref.send(Add(1)).await, Ok(1));
+    /// let mut changes = root.tree().subscribe();
+    /// counter_ref.do_send(Crash).unwrap();
+    /// loop {
+    ///     let info = changes.recv().await.unwrap();
+    ///     println!("{} is {:?} (restarts: {})", info.path, info.state, info.restarts);
+    ///     if info.path == "root/counter" && info.restarts == 1 && info.state == ChildState::Running {
+    ///         break; // the restart is done
+    ///     }
+    /// }
+    /// # });
+    /// ```
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ChildInfo> {
         self.changes.subscribe()
     }
