@@ -56,6 +56,9 @@ mod record;
 mod system;
 mod wait;
 
+#[doc(hidden)]
+pub mod toy;
+
 pub use hook::{Call, HookedRuntime};
 pub use node::{TestNode, TestNodeBuilder};
 pub use pod::PodBuilder;

@@ -94,23 +94,7 @@ impl SupervisorSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").start_root();
     /// let info = root.tree().get("root").unwrap();
@@ -133,23 +117,7 @@ impl SupervisorSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let (a, b) = (ChildSpec::new("a", || Counter(0)), ChildSpec::new("b", || Counter(0)));
     /// let (a_ref, b_ref) = (a.child_ref(), b.child_ref());
@@ -171,23 +139,7 @@ impl SupervisorSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -212,23 +164,7 @@ impl SupervisorSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root")
     ///     .child(ChildSpec::new("counter", || Counter(0)))
@@ -252,23 +188,7 @@ impl SupervisorSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -297,23 +217,7 @@ impl SupervisorSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let workers = SupervisorSpec::new("workers").into_child_spec();
     /// let workers_ref = workers.child_ref(); // a ChildRef<Supervisor>
@@ -351,23 +255,7 @@ impl SupervisorSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -397,23 +285,7 @@ impl From<SupervisorSpec> for AnyChildSpec {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
 /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
@@ -460,23 +332,7 @@ impl Supervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// // Supervisors can be taught new messages:
     /// struct Where;
     /// impl Message for Where {
@@ -505,23 +361,7 @@ impl Supervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// struct Census;
     /// impl Message for Census {
     ///     type Result = usize;

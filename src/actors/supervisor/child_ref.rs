@@ -19,23 +19,7 @@ use super::mailbox::Mailbox;
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let counter = ChildSpec::new("counter", || Counter(0));
 /// let counter_ref = counter.child_ref();
@@ -67,23 +51,7 @@ pub enum SendError {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// // Not started yet: nothing drains the one-slot mailbox.
 /// let counter_ref = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(1).child_ref();
 /// counter_ref.try_send(Add(1)).unwrap();
@@ -109,23 +77,7 @@ impl<M> TrySendError<M> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let counter_ref = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(1).child_ref();
     /// counter_ref.try_send(Add(1)).unwrap();
     /// let Add(n) = counter_ref.try_send(Add(2)).unwrap_err().into_inner();
@@ -209,23 +161,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let counter_ref = ChildSpec::new("counter", || Counter(0)).child_ref();
     /// assert_eq!(counter_ref.name(), "counter");
     /// ```
@@ -239,23 +175,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -276,23 +196,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -314,23 +218,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let counter_ref = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(16).child_ref();
     /// assert_eq!(counter_ref.capacity(), 16);
     /// ```
@@ -351,23 +239,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -405,23 +277,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let counter_ref = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(1).child_ref();
     /// assert_eq!(counter_ref.do_send(Add(1)), Ok(()));
     /// assert_eq!(counter_ref.do_send(Add(2)), Err(SendError::Full), "nothing drains it yet");
@@ -449,23 +305,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -504,23 +344,7 @@ impl<A: Actor<Context = Context<A>>> ChildRef<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let adds: SupervisedRecipient<Add> = counter.child_ref().recipient();
@@ -575,23 +399,7 @@ where
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let counter = ChildSpec::new("counter", || Counter(0));
 /// let supervised: SupervisedRecipient<Add> = counter.child_ref().recipient();
@@ -640,23 +448,7 @@ where
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let adds = counter.child_ref().recipient::<Add>();
@@ -679,23 +471,7 @@ where
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let (counter_ref, adds) = (counter.child_ref(), counter.child_ref().recipient::<Add>());
@@ -722,23 +498,7 @@ where
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let counter = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(1);
     /// let adds = counter.child_ref().recipient::<Add>();
     /// adds.try_send(Add(1)).unwrap();
@@ -754,23 +514,7 @@ where
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let adds = ChildSpec::new("counter", || Counter(0)).child_ref().recipient::<Add>();
     /// assert_eq!(adds.name(), "counter");
     /// ```
@@ -784,23 +528,7 @@ where
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let adds = counter.child_ref().recipient::<Add>();

@@ -68,23 +68,7 @@ impl fmt::Display for RootFailure {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// let system = actix::System::new();
 /// system.block_on(async {
 ///     let counter = ChildSpec::new("counter", || Counter(0));
@@ -113,23 +97,7 @@ pub fn stop_system_on_root_failure(failure: &RootFailure) {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let counter = ChildSpec::new("counter", || Counter(0));
 /// let counter_ref = counter.child_ref();
@@ -226,23 +194,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("kubelet").start_root();
     /// assert_eq!(root.path(), "kubelet");
@@ -258,23 +210,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").start_root();
     /// let tree = root.addr().send(GetTree).await.unwrap();
@@ -291,23 +227,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
     /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
@@ -329,23 +249,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").start_root();
     /// let pod = ChildSpec::new("pod-1", || Counter(0));
@@ -369,23 +273,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").start_root();
     /// root.start_child(ChildSpec::new("pod-1", || Counter(0))).await.unwrap();
@@ -410,23 +298,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root")
     ///     .child(ChildSpec::new("first", || Counter(0)))
@@ -450,23 +322,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
@@ -494,23 +350,7 @@ impl RootSupervisor {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").start_root();
     /// assert_eq!(root.exit_reason(), None);

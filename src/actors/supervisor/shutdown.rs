@@ -19,23 +19,7 @@ use super::root::RootSupervisor;
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let counter = ChildSpec::new("counter", || Counter(0));
 /// let counter_ref = counter.child_ref();
@@ -74,23 +58,7 @@ pub async fn shutdown_when(
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// use nix::sys::signal::{Signal, kill};
 /// use nix::unistd::Pid;
 /// # actlet::testing::run_paused(async {

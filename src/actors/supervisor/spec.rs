@@ -23,23 +23,7 @@ use super::tree::SupervisionTree;
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// let counter_ref = ChildSpec::new("counter", || Counter(0)).child_ref();
 /// assert_eq!(counter_ref.capacity(), DEFAULT_MAILBOX_CAPACITY);
 /// ```
@@ -50,23 +34,7 @@ pub const DEFAULT_MAILBOX_CAPACITY: usize = 1024;
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// use actix::Running;
 ///
 /// /// Refuses to stop.
@@ -94,23 +62,7 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// // The factory sees where (and how many times) it is building the child.
 /// let (tx, rx) = std::sync::mpsc::channel();
@@ -140,23 +92,7 @@ impl ChildContext {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # use std::sync::{Arc, Mutex};
     /// # actlet::testing::run_paused(async {
     /// # let seen = Arc::new(Mutex::new(None));
@@ -180,23 +116,7 @@ impl ChildContext {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # use std::sync::{Arc, Mutex};
     /// # actlet::testing::run_paused(async {
     /// # let seen = Arc::new(Mutex::new(None));
@@ -220,23 +140,7 @@ impl ChildContext {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let spec = ChildSpec::with_context("counter", |cx: &ChildContext| Counter(100 * cx.generation() as u32));
     /// let counter_ref = spec.child_ref();
@@ -255,23 +159,7 @@ impl ChildContext {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # use std::sync::{Arc, Mutex};
     /// # actlet::testing::run_paused(async {
     /// # let seen = Arc::new(Mutex::new(None));
@@ -365,23 +253,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let spec = ChildSpec::new("counter", || Counter(10)); // called again on every restart
     /// let counter_ref = spec.child_ref();
@@ -406,23 +278,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let spec = ChildSpec::with_context("counter", |cx: &ChildContext| Counter(cx.path().len() as u32));
     /// let counter_ref = spec.child_ref();
@@ -453,23 +309,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let spec = ChildSpec::new("job", || Counter(0)).restart(RestartPolicy::Transient);
     /// let job = spec.child_ref();
@@ -492,23 +332,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// use actix::Running;
     ///
     /// /// Refuses to stop.
@@ -544,23 +368,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let spec = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(2);
     /// let counter_ref = spec.child_ref(); // after mailbox_capacity
     /// counter_ref.do_send(Add(1)).unwrap();
@@ -579,23 +387,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let (tx, rx) = std::sync::mpsc::channel();
     /// let spec = ChildSpec::new("counter", || Counter(0)).on_stop(move |counter, ctx, _deadline| {
@@ -627,23 +419,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// assert_eq!(ChildSpec::new("counter", || Counter(0)).name(), "counter");
     /// ```
     pub fn name(&self) -> &str {
@@ -656,23 +432,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let spec = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = spec.child_ref();
@@ -693,23 +453,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let children: Vec<AnyChildSpec> = vec![
 ///     ChildSpec::new("counter", || Counter(0)).into(),
@@ -734,23 +478,7 @@ impl AnyChildSpec {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// let spec: AnyChildSpec = ChildSpec::new("counter", || Counter(0)).into();
     /// assert_eq!(spec.name(), "counter");
     /// ```

@@ -14,23 +14,7 @@ use super::exit::ExitReason;
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let [a, b, c] = ["a", "b", "c"].map(|name| ChildSpec::new(name, || Counter(0)));
 /// let refs = [a.child_ref(), b.child_ref(), c.child_ref()];
@@ -63,23 +47,7 @@ pub enum Strategy {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let spec = ChildSpec::new("once", || Counter(0)).restart(RestartPolicy::Temporary);
 /// let once = spec.child_ref();

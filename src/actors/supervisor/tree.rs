@@ -16,23 +16,7 @@ use super::strategy::RestartPolicy;
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let counter = ChildSpec::new("counter", || Counter(0));
 /// let counter_ref = counter.child_ref();
@@ -66,23 +50,7 @@ pub enum ChildState {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let counter = ChildSpec::new("counter", || Counter(0));
 /// let counter_ref = counter.child_ref();
@@ -108,23 +76,7 @@ pub struct Failure {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let counter = ChildSpec::new("counter", || Counter(0));
 /// let counter_ref = counter.child_ref();
@@ -184,23 +136,7 @@ impl ChildInfo {
 /// # use std::time::Duration;
 /// # use actix::{Actor, ActorContext, Context, Handler, Message};
 /// # use actlet::actors::supervisor::*;
-/// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-/// # impl Actor for Counter { type Context = Context<Self>; }
-/// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-/// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-/// # impl Handler<Add> for Counter {
-/// #     type Result = u32;
-/// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-/// # }
-/// # impl Handler<Crash> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-/// # }
-/// # impl Handler<Quit> for Counter {
-/// #     type Result = ();
-/// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-/// # }
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
 /// # actlet::testing::run_paused(async {
 /// let root = SupervisorSpec::new("root")
 ///     .child(ChildSpec::new("counter", || Counter(0)))
@@ -259,23 +195,7 @@ impl SupervisionTree {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
     /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
@@ -295,23 +215,7 @@ impl SupervisionTree {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root")
     ///     .child(ChildSpec::new("counter", || Counter(0)))
@@ -339,23 +243,7 @@ impl SupervisionTree {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
     /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
@@ -373,23 +261,7 @@ impl SupervisionTree {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let root = SupervisorSpec::new("root").child(ChildSpec::new("counter", || Counter(0))).start_root();
     /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
@@ -406,23 +278,7 @@ impl SupervisionTree {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// assert!(SupervisionTree::new().is_empty());
     /// let root = SupervisorSpec::new("root").start_root();
@@ -441,23 +297,7 @@ impl SupervisionTree {
     /// # use std::time::Duration;
     /// # use actix::{Actor, ActorContext, Context, Handler, Message};
     /// # use actlet::actors::supervisor::*;
-    /// # struct Counter(u32); // a toy actor: adds, fails or quits on request
-    /// # impl Actor for Counter { type Context = Context<Self>; }
-    /// # #[derive(Debug, Message)] #[rtype(result = "u32")] struct Add(u32);
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Crash;
-    /// # #[derive(Debug, Message)] #[rtype(result = "()")] struct Quit;
-    /// # impl Handler<Add> for Counter {
-    /// #     type Result = u32;
-    /// #     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u32 { self.0 += n; self.0 }
-    /// # }
-    /// # impl Handler<Crash> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) { fail(ctx, "crashed on purpose") }
-    /// # }
-    /// # impl Handler<Quit> for Counter {
-    /// #     type Result = ();
-    /// #     fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) { ctx.stop() }
-    /// # }
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
     /// # actlet::testing::run_paused(async {
     /// let counter = ChildSpec::new("counter", || Counter(0));
     /// let counter_ref = counter.child_ref();
