@@ -13,6 +13,15 @@ use crate::cluster::node::flags::{Reserved, parse_node_labels, parse_reserved, p
 use crate::sync_loop::SyncLoopConfig;
 
 /// A setting that cannot be used; names the flag and the reason.
+///
+/// ```
+/// use clap::Parser;
+/// use actlet::KubeletConfig;
+/// let cli = actlet::cli::Cli::try_parse_from(["actlet", "--hostname-override", "node-a", "--max-pods", "0"]).unwrap();
+/// let err = KubeletConfig::from_flags(&cli.flags, "host").unwrap_err();
+/// assert_eq!(err.field, "--max-pods");
+/// assert_eq!(err.to_string(), "invalid --max-pods: 0 must be at least 1");
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("invalid {field}: {reason}")]
 pub struct ConfigError {
@@ -24,16 +33,40 @@ pub struct ConfigError {
 
 /// The wall clock API timestamps and runtime times are read against: the
 /// system clock, or (tests) a virtual one such as the mock runtime's.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::kubelet::WallClock;
+/// use k8s_openapi::jiff::Timestamp;
+/// // a frozen clock, e.g. for reproducible status timestamps in tests
+/// let t = Timestamp::from_second(1_700_000_000).unwrap();
+/// let clock = WallClock(Arc::new(move || t));
+/// assert_eq!(clock.now(), t);
+/// let mut config = actlet::KubeletConfig::new("node-a");
+/// config.wall_clock = clock;
+/// ```
 #[derive(Clone)]
 pub struct WallClock(pub std::sync::Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>);
 
 impl WallClock {
     /// The system clock.
+    ///
+    /// ```
+    /// use actlet::kubelet::WallClock;
+    /// let now = WallClock::system().now();
+    /// assert!(now > k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    /// ```
     pub fn system() -> Self {
         Self(std::sync::Arc::new(crate::kuberuntime::convert::system_now))
     }
 
     /// The current time.
+    ///
+    /// ```
+    /// let clock = actlet::kubelet::WallClock::default(); // the system clock
+    /// let (a, b) = (clock.now(), clock.now());
+    /// assert!(a <= b);
+    /// ```
     pub fn now(&self) -> k8s_openapi::jiff::Timestamp {
         (self.0)()
     }
@@ -52,6 +85,16 @@ impl std::fmt::Debug for WallClock {
 }
 
 /// Settings of an assembled kubelet.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut config = actlet::KubeletConfig::new("node-a");
+/// config.static_pod_path = Some("/etc/kubernetes/manifests".into());
+/// config.max_pods = 20;
+/// config.sync.sync_frequency = Duration::from_secs(30);
+/// assert_eq!(config.relist_period, Duration::from_secs(1));
+/// // start it with actlet::kubelet::start(config, runtime), or through actlet::ActletBuilder::from_config
+/// ```
 #[derive(Clone, Debug)]
 pub struct KubeletConfig {
     /// The node name (`--hostname-override` or the host name, lowercased).
@@ -118,6 +161,14 @@ pub struct KubeletConfig {
 impl KubeletConfig {
     /// Defaults for a node called `node_name`: no sources, no servers,
     /// upstream timing, directories under `/var/lib/kubelet` and `/var/log`.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// let config = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!((config.node_name.as_str(), config.max_pods), ("node-a", 110));
+    /// assert_eq!(config.root_dir, Path::new("/var/lib/kubelet"));
+    /// assert!(config.static_pod_path.is_none() && config.read_only_addr.is_none());
+    /// ```
     pub fn new(node_name: impl Into<String>) -> Self {
         Self {
             node_name: node_name.into(),
@@ -152,6 +203,15 @@ impl KubeletConfig {
 
     /// The configuration the flags ask for. `hostname` is the machine's host
     /// name (used when `--hostname-override` is not given).
+    ///
+    /// ```
+    /// use clap::Parser;
+    /// use actlet::KubeletConfig;
+    /// let cli = actlet::cli::Cli::try_parse_from(["actlet", "--pod-manifest-path", "/etc/kubernetes/manifests"]).unwrap();
+    /// let config = KubeletConfig::from_flags(&cli.flags, "Worker-1").unwrap();
+    /// assert_eq!(config.node_name, "worker-1"); // the host name, lowercased
+    /// assert_eq!(config.static_pod_path.as_deref(), Some(std::path::Path::new("/etc/kubernetes/manifests")));
+    /// ```
     pub fn from_flags(flags: &KubeletFlags, hostname: &str) -> Result<Self, ConfigError> {
         let node_name = flags
             .hostname_override

@@ -58,6 +58,18 @@ use crate::status::{StatusCache, StatusManager};
 use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat};
 
 /// The system could not be started.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::cri::mock::MockRuntime;
+/// use actlet::kubelet::{StartError, start};
+/// let tmp = tempfile::tempdir().unwrap();
+/// std::fs::write(tmp.path().join("file"), "").unwrap();
+/// let mut config = actlet::KubeletConfig::new("node-a");
+/// config.root_dir = tmp.path().join("file/root"); // under a regular file: cannot be created
+/// let err = start(config, Arc::new(MockRuntime::new())).err().unwrap();
+/// assert!(matches!(err, StartError::Dir { .. }), "{err}");
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// A directory could not be created.
@@ -75,6 +87,20 @@ pub enum StartError {
 }
 
 /// A running kubelet: shared state to query, and the tree to stop.
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::testing::{PodBuilder, TestNode, wait_until};
+///
+/// actlet::testing::run_paused(async {
+///     let node = TestNode::start();
+///     let kubelet: &actlet::Kubelet = node.kubelet();
+///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+///     wait_until(|| kubelet.phase_of_named("default", "web").is_some_and(|p| p == "Running"), Duration::from_secs(30)).await.unwrap();
+///     assert_eq!((kubelet.pods.len(), kubelet.statuses.len()), (1, 1));
+///     assert!(kubelet.runtime_health.borrow().runtime_ready);
+/// });
+/// ```
 #[derive(Clone)]
 pub struct Kubelet {
     /// The root supervisor.
@@ -107,6 +133,18 @@ pub struct Kubelet {
 
 impl Kubelet {
     /// The desired pods with their latest status, sorted by namespace and name.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode};
+    /// actlet::testing::run_paused(async {
+    ///     let node = TestNode::start();
+    ///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    ///     node.wait_for_phase("default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+    ///     let pods = node.kubelet().pods_with_status(); // what `/pods` serves
+    ///     assert_eq!(pods[0].status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
+    /// });
+    /// ```
     pub fn pods_with_status(&self) -> Vec<k8s_openapi::api::core::v1::Pod> {
         let mut pods: Vec<_> = self
             .pods
@@ -125,6 +163,18 @@ impl Kubelet {
     }
 
     /// The phase of the pod `namespace/name`, if it is known and has a status.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// actlet::testing::run_paused(async {
+    ///     let node = TestNode::start();
+    ///     node.set_pods(vec![PodBuilder::new("job").restart_policy("Never").container("c", "busybox:1.36", ["true"]).build()]);
+    ///     let done = || node.kubelet().phase_of_named("default", "job").as_deref() == Some("Succeeded");
+    ///     wait_until(done, Duration::from_secs(30)).await.unwrap();
+    ///     assert_eq!(node.kubelet().phase_of_named("default", "other"), None);
+    /// });
+    /// ```
     pub fn phase_of_named(&self, namespace: &str, name: &str) -> Option<String> {
         let d = self.pods.pods().into_iter().find(|d| {
             d.pod.metadata.namespace.as_deref() == Some(namespace) && d.pod.metadata.name.as_deref() == Some(name)
@@ -137,16 +187,48 @@ impl Kubelet {
     }
 
     /// Waits for the root supervisor to exit (after [`shutdown`](Self::shutdown) or a root failure).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// actlet::testing::run_paused(async {
+    ///     let node = actlet::testing::TestNode::start();
+    ///     let kubelet = node.kubelet().clone();
+    ///     actix::spawn(async move { kubelet.shutdown(Duration::from_secs(5)).await.unwrap(); });
+    ///     let reason = node.kubelet().wait().await; // returns once the root supervisor is gone
+    ///     println!("root exited: {reason:?}");
+    /// });
+    /// ```
     pub async fn wait(&self) -> crate::actors::supervisor::ExitReason {
         self.root.wait().await
     }
 
     /// The live supervision tree.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// actlet::testing::run_paused(async {
+    ///     let node = actlet::testing::TestNode::start();
+    ///     let tree = node.kubelet().tree();
+    ///     actlet::testing::wait_until(|| tree.get("root/status-manager").is_some(), Duration::from_secs(1)).await.unwrap();
+    ///     assert!(tree.get("root/no-such-child").is_none());
+    /// });
+    /// ```
     pub fn tree(&self) -> &SupervisionTree {
         self.root.tree()
     }
 
     /// Stops every actor in reverse start order within `deadline`. Pods keep running.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// actlet::testing::run_paused(async {
+    ///     let node = actlet::testing::TestNode::start();
+    ///     # actlet::testing::wait_until(|| node.kubelet().tree().get("root/pleg").is_some(), Duration::from_secs(1)).await.unwrap();
+    ///     let report = node.kubelet().shutdown(Duration::from_secs(10)).await.unwrap();
+    ///     assert!(report.stopped.iter().any(|c| c.contains("pleg")), "{report:?}");
+    ///     assert!(report.killed.is_empty(), "{report:?}");
+    /// });
+    /// ```
     pub async fn shutdown(&self, deadline: Duration) -> Result<ShutdownReport, SupervisorError> {
         self.root.shutdown(deadline).await
     }
@@ -181,6 +263,13 @@ fn node_allocatable(config: &KubeletConfig, facts: &NodeFacts) -> NodeAllocatabl
 }
 
 /// `GOARCH` naming of this machine (`amd64`, `arm64`).
+///
+/// ```
+/// let arch = actlet::kubelet::go_arch();
+/// if cfg!(target_arch = "x86_64") {
+///     assert_eq!(arch, "amd64"); // the `kubernetes.io/arch` label's value
+/// }
+/// ```
 pub fn go_arch() -> &'static str {
     match std::env::consts::ARCH {
         "x86_64" => "amd64",
@@ -198,9 +287,47 @@ fn make_dir(path: &Path) -> Result<(), StartError> {
 
 /// Builds the supervised child of a caller's own source from PodConfig's
 /// input and the node name.
+///
+/// ```
+/// use actlet::actors::supervisor::ChildSpec;
+/// use actlet::embed::{PodSource, SourceError, SourceRunner};
+/// use actlet::kubelet::{Extensions, SourceSpecFactory};
+/// # use k8s_openapi::api::core::v1::Pod;
+///
+/// struct Nothing; // a source that never has pods
+/// #[async_trait::async_trait]
+/// impl PodSource for Nothing {
+///     async fn next(&mut self) -> Result<Vec<Pod>, SourceError> { std::future::pending().await }
+/// }
+/// let factory: SourceSpecFactory = Box::new(|out, node| {
+///     ChildSpec::new("source-nothing", move || SourceRunner::new("nothing".into(), node.clone(), Nothing, out.clone())).into()
+/// });
+/// let ext = Extensions { sources: vec![("nothing".into(), factory)], ..Default::default() };
+/// assert_eq!(ext.sources.len(), 1);
+/// ```
 pub type SourceSpecFactory = Box<dyn FnOnce(SupervisedRecipient<SourceSnapshot>, String) -> AnyChildSpec>;
 
 /// What an embedder adds to the standard tree.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use actlet::actors::supervisor::SupervisedRecipient;
+/// use actlet::kubelet::{Extensions, start_with};
+/// use actlet::messages::node::NodeConditionChanged;
+///
+/// actlet::testing::run_paused(async {
+/// #   let tmp = tempfile::tempdir().unwrap();
+///     let seen: Arc<Mutex<Vec<NodeConditionChanged>>> = Arc::default();
+///     let log = seen.clone();
+///     let ext = Extensions { node_observers: vec![SupervisedRecipient::from_fn(move |c| log.lock().unwrap().push(c))], ..Default::default() };
+///     let mut config = actlet::KubeletConfig::new("node-a");
+/// #   (config.root_dir, config.pod_logs_dir, config.container_logs_dir) = (tmp.path().join("root"), tmp.path().join("logs"), None);
+///     let _kubelet = start_with(config, Arc::new(actlet::cri::mock::MockRuntime::new()), ext).unwrap();
+///     let ready = || seen.lock().unwrap().iter().any(|c| c.type_ == "Ready" && c.status == "True");
+///     actlet::testing::wait_until(ready, Duration::from_secs(30)).await.unwrap();
+/// });
+/// ```
 #[derive(Default)]
 pub struct Extensions {
     /// The caller's own sources, by name (each becomes `PodSource::Custom(name)`
@@ -218,11 +345,48 @@ pub struct Extensions {
 }
 
 /// Builds and starts the kubelet on `runtime` inside the current actix System.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use actlet::cri::mock::MockRuntime;
+///
+/// actlet::testing::run_paused(async {
+///     let tmp = tempfile::tempdir().unwrap();
+///     let mut config = actlet::KubeletConfig::new("node-a");
+///     config.root_dir = tmp.path().join("root");
+///     config.pod_logs_dir = tmp.path().join("logs");
+///     config.container_logs_dir = None;
+///     let kubelet = actlet::kubelet::start(config, Arc::new(MockRuntime::new())).unwrap();
+///     assert!(tmp.path().join("root/pods").is_dir());
+///     kubelet.shutdown(Duration::from_secs(5)).await.unwrap(); // containers keep running
+/// });
+/// ```
 pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, StartError> {
     start_with(config, runtime, Extensions::default())
 }
 
 /// [`start`] with an embedder's [`Extensions`].
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use actlet::actors::supervisor::SupervisedRecipient;
+/// use actlet::kubelet::{Extensions, start_with};
+/// use actlet::messages::pleg::PlegEvents;
+///
+/// actlet::testing::run_paused(async {
+/// #   let tmp = tempfile::tempdir().unwrap();
+///     let batches = Arc::new(Mutex::new(0));
+///     let n = batches.clone();
+///     let ext = Extensions { pleg_observers: vec![SupervisedRecipient::from_fn(move |_: PlegEvents| *n.lock().unwrap() += 1)], ..Default::default() };
+///     let mut config = actlet::KubeletConfig::new("node-a");
+/// #   (config.root_dir, config.pod_logs_dir, config.container_logs_dir) = (tmp.path().join("root"), tmp.path().join("logs"), None);
+///     let kubelet = start_with(config, Arc::new(actlet::cri::mock::MockRuntime::new()), ext).unwrap();
+///     actlet::testing::wait_until(|| kubelet.tree().get("root/pleg").is_some(), Duration::from_secs(1)).await.unwrap();
+///     println!("{} PLEG batches so far", batches.lock().unwrap()); // none: no pods run
+/// });
+/// ```
 pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extensions) -> Result<Kubelet, StartError> {
     config.custom_sources.extend(ext.sources.iter().map(|(n, _)| n.clone()));
     for sub in ["", "pods", "plugins", "pod-resources"] {
