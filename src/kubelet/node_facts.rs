@@ -66,6 +66,13 @@ impl NodeFacts {
 }
 
 /// Total bytes of the filesystem holding `path` (`statvfs`: blocks × fragment size).
+///
+/// ```
+/// // not exported: reached through NodeFacts, which measures the root dir's filesystem
+/// let tmp = tempfile::tempdir().unwrap();
+/// let facts = actlet::kubelet::NodeFacts::detect().with_root_dir(tmp.path());
+/// assert!(facts.ephemeral_storage_bytes > 0);
+/// ```
 pub fn filesystem_size(path: &Path) -> Option<i64> {
     let st = nix::sys::statvfs::statvfs(path).ok()?;
     let bytes = u128::from(st.blocks()) * u128::from(st.fragment_size());
@@ -119,6 +126,15 @@ impl MachineInfo {
 }
 
 /// `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"` → `Debian GNU/Linux 12 (bookworm)`.
+///
+/// ```
+/// // not exported: reached through MachineInfo::detect, which reads /etc/os-release
+/// let os_release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+/// let info = actlet::kubelet::MachineInfo::detect();
+/// if os_release.contains("PRETTY_NAME=") {
+///     assert!(os_release.contains(&info.os_image), "{}", info.os_image);
+/// }
+/// ```
 pub fn parse_pretty_name(os_release: &str) -> Option<String> {
     let line = os_release.lines().find_map(|l| l.trim().strip_prefix("PRETTY_NAME="))?;
     let v = line.trim().trim_matches(|c| c == '"' || c == '\'');
@@ -126,6 +142,13 @@ pub fn parse_pretty_name(os_release: &str) -> Option<String> {
 }
 
 /// `MemTotal:  24576000 kB` → bytes.
+///
+/// ```
+/// // not exported: reached through NodeFacts::detect, which reads /proc/meminfo
+/// let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+/// let kb: i64 = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap();
+/// assert_eq!(actlet::kubelet::NodeFacts::detect().memory_bytes, kb * 1024);
+/// ```
 pub fn parse_mem_total(meminfo: &str) -> Option<i64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -104,30 +104,174 @@ pub enum StartError {
 #[derive(Clone)]
 pub struct Kubelet {
     /// The root supervisor.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// let tree = kubelet.root.tree();
+    /// wait_until(|| tree.get("root/sync-loop").is_some(), Duration::from_secs(1)).await.unwrap();
+    /// # });
+    /// ```
     pub root: RootSupervisor,
     /// Desired pods.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| kubelet.pods.contains(&"u1".into()), Duration::from_secs(5)).await.unwrap();
+    /// # });
+    /// ```
     pub pods: PodManager,
     /// API statuses of the pods.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| kubelet.statuses.get(&"u1".into()).is_some(), Duration::from_secs(30)).await.unwrap();
+    /// # });
+    /// ```
     pub statuses: StatusCache,
     /// Runtime statuses of the pods.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| kubelet.cache.get(&"u1".into()).is_some_and(|e| e.status.is_some()), Duration::from_secs(30)).await.unwrap();
+    /// # });
+    /// ```
     pub cache: PodCache,
     /// Runtime health as last checked.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// wait_until(|| kubelet.runtime_health.borrow().network_ready, Duration::from_secs(30)).await.unwrap();
+    /// # });
+    /// ```
     pub runtime_health: tokio::sync::watch::Receiver<RuntimeHealthChanged>,
     /// Addresses of the read-only server, once bound.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// let node = actlet::testing::TestNode::builder()
+    ///     .customize(|b| b.configure(|c| c.read_only_addr = Some("127.0.0.1:0".parse().unwrap())))
+    ///     .start();
+    /// let addrs = node.kubelet().read_only_addrs.clone();
+    /// actlet::testing::wait_until(|| !addrs.get().is_empty(), Duration::from_secs(5)).await.unwrap();
+    /// assert_ne!(addrs.get()[0].port(), 0); // the port actually bound
+    /// # });
+    /// ```
     pub read_only_addrs: ServerAddrs,
     /// Addresses of the healthz server, once bound.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// assert!(kubelet.healthz_addrs.get().is_empty()); // healthz_addr is None here: no server
+    /// # });
+    /// ```
     pub healthz_addrs: ServerAddrs,
     /// Health checks as `/healthz` sees them.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// wait_until(|| kubelet.health.check().is_ok(), Duration::from_secs(30)).await.unwrap(); // /healthz would answer "ok"
+    /// # });
+    /// ```
     pub health: HealthState,
     /// Manifests the sources rejected (file or URL, and why).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// assert!(kubelet.manifest_errors.get().is_empty());
+    /// # });
+    /// ```
     pub manifest_errors: ManifestErrors,
     /// PodConfig's input: custom sources send their snapshots here.
+    ///
+    /// ```
+    /// # use actlet::messages::pod_update::{PodSource, SourceSnapshot};
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| !kubelet.pods.is_empty(), Duration::from_secs(5)).await.unwrap();
+    /// // the test source now says it holds nothing: the pod is removed
+    /// let empty = SourceSnapshot { source: PodSource::Custom(TestNode::SOURCE.into()), pods: vec![], errors: vec![] };
+    /// kubelet.pod_config.do_send(empty).unwrap();
+    /// wait_until(|| kubelet.pods.is_empty(), Duration::from_secs(5)).await.unwrap();
+    /// # });
+    /// ```
     pub pod_config: SupervisedRecipient<SourceSnapshot>,
     /// Mirror pods seen on the API server (cluster mode; empty otherwise).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// assert!(kubelet.mirror_pods.all().is_empty()); // standalone: no API server
+    /// # });
+    /// ```
     pub mirror_pods: MirrorPods,
     /// Records core/v1 Events (cluster mode; logs only otherwise).
+    ///
+    /// ```
+    /// # use actlet::messages::event::EventType;
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// kubelet.events.event(actlet::events::node_ref(TestNode::NODE_NAME), EventType::Normal, "Starting", "Starting kubelet.");
+    /// # });
+    /// ```
     pub events: EventRecorder,
     /// The registered Node's UID and latest conditions (cluster mode).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// wait_until(|| kubelet.node.ready() == Some(true), Duration::from_secs(30)).await.unwrap();
+    /// assert_eq!(kubelet.node.uid(), None); // no Node object without an API server
+    /// # });
+    /// ```
     pub node: NodeHandle,
 }
 
