@@ -476,15 +476,74 @@ pub type SourceSpecFactory = Box<dyn FnOnce(SupervisedRecipient<SourceSnapshot>,
 pub struct Extensions {
     /// The caller's own sources, by name (each becomes `PodSource::Custom(name)`
     /// and a supervised child named `source-<name>`).
+    ///
+    /// ```
+    /// use actlet::{ActletBuilder, PodSource, SourceError};
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// struct Fixed(Vec<Pod>, bool); // sends its pods once, then nothing changes
+    /// #[async_trait::async_trait]
+    /// impl PodSource for Fixed {
+    ///     async fn next(&mut self) -> Result<Vec<Pod>, SourceError> {
+    ///         if std::mem::replace(&mut self.1, true) { std::future::pending::<()>().await }
+    ///         Ok(self.0.clone())
+    ///     }
+    /// }
+    /// // ActletBuilder::source adds an entry here (a supervised child `source-fixed`)
+    /// let builder = ActletBuilder::new("node-a").source("fixed", || Fixed(vec![], false));
+    /// # let _ = builder;
+    /// ```
     pub sources: Vec<(String, SourceSpecFactory)>,
     /// Told of every pod status change.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisedRecipient;
+    /// # use actlet::kubelet::Extensions;
+    /// use actlet::messages::status::PodStatusChanged;
+    /// let ext = Extensions {
+    ///     status_observers: vec![SupervisedRecipient::from_fn(|c: PodStatusChanged| println!("{} → {:?}", c.uid, c.new_phase))],
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(ext.status_observers.len(), 1);
+    /// ```
     pub status_observers: Vec<SupervisedRecipient<PodStatusChanged>>,
     /// Told of every batch of PLEG events.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisedRecipient;
+    /// # use actlet::kubelet::Extensions;
+    /// use actlet::messages::pleg::PlegEvents;
+    /// let ext = Extensions {
+    ///     pleg_observers: vec![SupervisedRecipient::from_fn(|e: PlegEvents| println!("{} events", e.0.len()))],
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(ext.pleg_observers.len(), 1);
+    /// ```
     pub pleg_observers: Vec<SupervisedRecipient<PlegEvents>>,
     /// Told of every node condition change.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisedRecipient;
+    /// # use actlet::kubelet::Extensions;
+    /// use actlet::messages::node::NodeConditionChanged;
+    /// let ext = Extensions {
+    ///     node_observers: vec![SupervisedRecipient::from_fn(|c: NodeConditionChanged| println!("{}={} ({})", c.type_, c.status, c.reason))],
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(ext.node_observers.len(), 1);
+    /// ```
     pub node_observers: Vec<SupervisedRecipient<NodeConditionChanged>>,
     /// Cluster mode: the API client (node identity `system:node:<name>`).
     /// Adds the `api` pod source and the actors of [`crate::cluster`].
+    ///
+    /// ```
+    /// # use actlet::kubelet::Extensions;
+    /// # actlet::testing::run_paused(async {
+    /// // normally actlet::cluster::client_from_kubeconfig(..); nothing is contacted until start
+    /// let client = kube::Client::try_from(kube::Config::new("https://10.0.0.1:6443".parse().unwrap())).unwrap();
+    /// let ext = Extensions { api_client: Some(client), ..Default::default() };
+    /// assert!(ext.api_client.is_some());
+    /// # });
+    /// ```
     pub api_client: Option<kube::Client>,
 }
 
