@@ -13,6 +13,16 @@ use crate::messages::PodUid;
 use crate::messages::pod_update::PodSource;
 
 /// A desired pod and the source it came from.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::messages::pod_update::PodSource;
+/// use actlet::pod_manager::PodManager;
+/// let pods = PodManager::new();
+/// pods.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::File);
+/// let desired = pods.get(&"u1".into()).unwrap();
+/// assert_eq!((desired.pod.metadata.name.as_deref(), desired.source), (Some("web"), PodSource::File));
+/// ```
 #[derive(Clone, Debug)]
 pub struct DesiredPod {
     /// The pod as the source gave it (defaulted for static pods).
@@ -22,17 +32,37 @@ pub struct DesiredPod {
 }
 
 /// The pods this node should run, by UID. Cheap to clone; clones share state.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::messages::pod_update::PodSource;
+/// use actlet::pod_manager::PodManager;
+/// let writer = PodManager::new();
+/// let reader = writer.clone(); // shares the map
+/// writer.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::Api);
+/// assert!(reader.contains(&"u1".into()));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct PodManager {
     pods: Arc<DashMap<PodUid, DesiredPod>>,
 }
 
 /// The UID of a pod (empty when unset).
+///
+/// ```
+/// let pod = actlet::testing::PodBuilder::new("web").uid("u1").build();
+/// assert_eq!(actlet::pod_manager::pod_uid(&pod).as_str(), "u1");
+/// ```
 pub fn pod_uid(pod: &Pod) -> PodUid {
     PodUid::new(pod.metadata.uid.as_deref().unwrap_or_default())
 }
 
 /// `name_namespace(uid)` as upstream's `format.Pod` prints it.
+///
+/// ```
+/// let pod = actlet::testing::PodBuilder::new("web").uid("u1").build();
+/// assert_eq!(actlet::pod_manager::format_pod(&pod), "web_default(u1)");
+/// ```
 pub fn format_pod(pod: &Pod) -> String {
     format!(
         "{}_{}({})",
@@ -44,46 +74,121 @@ pub fn format_pod(pod: &Pod) -> String {
 
 impl PodManager {
     /// An empty manager.
+    ///
+    /// ```
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// assert!(pods.is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds or replaces a pod.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// # use actlet::testing::PodBuilder;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// pods.upsert(Arc::new(PodBuilder::new("web").uid("u1").build()), PodSource::File);
+    /// pods.upsert(Arc::new(PodBuilder::new("web2").uid("u1").build()), PodSource::File); // same UID: replaced
+    /// assert_eq!(pods.len(), 1);
+    /// assert_eq!(pods.get(&"u1".into()).unwrap().pod.metadata.name.as_deref(), Some("web2"));
+    /// ```
     pub fn upsert(&self, pod: Arc<Pod>, source: PodSource) {
         self.pods.insert(pod_uid(&pod), DesiredPod { pod, source });
     }
 
     /// Removes a pod; returns what was there.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// pods.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::File);
+    /// assert!(pods.remove(&"u1".into()).is_some());
+    /// assert!(pods.remove(&"u1".into()).is_none());
+    /// ```
     pub fn remove(&self, uid: &PodUid) -> Option<DesiredPod> {
         self.pods.remove(uid).map(|(_, d)| d)
     }
 
     /// The pod with `uid`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// pods.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::Http);
+    /// assert_eq!(pods.get(&"u1".into()).map(|d| d.source), Some(PodSource::Http));
+    /// assert!(pods.get(&"other".into()).is_none());
+    /// ```
     pub fn get(&self, uid: &PodUid) -> Option<DesiredPod> {
         self.pods.get(uid).map(|d| d.clone())
     }
 
     /// Whether `uid` is desired.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// pods.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::File);
+    /// assert!(pods.contains(&"u1".into()) && !pods.contains(&"u2".into()));
+    /// ```
     pub fn contains(&self, uid: &PodUid) -> bool {
         self.pods.contains_key(uid)
     }
 
     /// Every desired pod (a snapshot; order unspecified).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// for (uid, name) in [("u1", "a"), ("u2", "b")] {
+    ///     pods.upsert(Arc::new(actlet::testing::PodBuilder::new(name).uid(uid).build()), PodSource::File);
+    /// }
+    /// let mut names: Vec<_> = pods.pods().iter().filter_map(|d| d.pod.metadata.name.clone()).collect();
+    /// names.sort();
+    /// assert_eq!(names, ["a", "b"]);
+    /// ```
     pub fn pods(&self) -> Vec<DesiredPod> {
         self.pods.iter().map(|e| e.value().clone()).collect()
     }
 
     /// UIDs of every desired pod.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// pods.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::File);
+    /// assert_eq!(pods.uids(), ["u1".into()]);
+    /// ```
     pub fn uids(&self) -> Vec<PodUid> {
         self.pods.iter().map(|e| e.key().clone()).collect()
     }
 
     /// Number of desired pods.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// pods.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::File);
+    /// assert_eq!(pods.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.pods.len()
     }
 
     /// True when no pod is desired.
+    ///
+    /// ```
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// assert!(pods.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
     }

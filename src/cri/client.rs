@@ -22,9 +22,21 @@ use super::v1::runtime_service_client::RuntimeServiceClient;
 use super::v1::*;
 
 /// Upstream's default `runtimeRequestTimeout`.
+///
+/// ```
+/// use actlet::cri::client::DEFAULT_RUNTIME_REQUEST_TIMEOUT;
+/// assert_eq!(DEFAULT_RUNTIME_REQUEST_TIMEOUT.as_secs(), 120); // 2m, as upstream
+/// ```
 pub const DEFAULT_RUNTIME_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A bad `--container-runtime-endpoint`.
+///
+/// ```
+/// use actlet::cri::client::{EndpointError, parse_endpoint};
+/// let err = parse_endpoint("tcp://127.0.0.1:1234").unwrap_err();
+/// assert!(matches!(err, EndpointError::Unsupported(_)));
+/// assert!(err.to_string().contains("expected unix:///path/to/socket"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
     /// Only `unix://` endpoints (or a bare absolute socket path) are supported.
@@ -42,6 +54,15 @@ pub enum EndpointError {
 }
 
 /// Parses `unix:///path` (or `/path`) into the socket path.
+///
+/// ```
+/// use std::path::Path;
+/// use actlet::cri::client::parse_endpoint;
+/// let sock = parse_endpoint("unix:///run/containerd/containerd.sock").unwrap();
+/// assert_eq!(sock, Path::new("/run/containerd/containerd.sock"));
+/// assert_eq!(parse_endpoint("/run/crio.sock").unwrap(), Path::new("/run/crio.sock"));
+/// assert!(parse_endpoint("containerd.sock").is_err());
+/// ```
 pub fn parse_endpoint(endpoint: &str) -> Result<PathBuf, EndpointError> {
     let path = endpoint.strip_prefix("unix://").unwrap_or(endpoint);
     if path.starts_with('/') {
@@ -52,6 +73,26 @@ pub fn parse_endpoint(endpoint: &str) -> Result<PathBuf, EndpointError> {
 }
 
 /// A CRI runtime reached over gRPC on a unix socket.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use actlet::cri::mock::{MockRuntime, RUNTIME_NAME};
+/// use actlet::cri::server::CriServer;
+/// use actlet::cri::{CriClient, Runtime};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// let sock = dir.path().join("cri.sock");
+/// // a runtime to talk to: the mock served over gRPC, as `actlet mock-cri` does
+/// let (server, path) = (CriServer::new(Arc::new(MockRuntime::new())), sock.clone());
+/// tokio::spawn(async move { server.serve(&path, std::future::pending()).await });
+/// # while !sock.exists() { tokio::time::sleep(Duration::from_millis(5)).await; }
+/// let client = CriClient::new(&format!("unix://{}", sock.display()), Duration::from_secs(10)).unwrap();
+/// let version = client.version(Default::default()).await.unwrap();
+/// assert_eq!(version.runtime_name, RUNTIME_NAME);
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 pub struct CriClient {
     socket: PathBuf,
@@ -63,6 +104,17 @@ pub struct CriClient {
 impl CriClient {
     /// Creates a client for `endpoint` (`unix:///run/containerd/containerd.sock`)
     /// with the given per-call timeout. Does not connect yet.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::cri::CriClient;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// // nothing is dialled yet: the first call connects
+    /// let client = CriClient::new("unix:///run/containerd/containerd.sock", Duration::from_secs(120)).unwrap();
+    /// assert_eq!(client.socket().to_str(), Some("/run/containerd/containerd.sock"));
+    /// assert!(CriClient::new("tcp://10.0.0.1:10010", Duration::from_secs(120)).is_err());
+    /// # });
+    /// ```
     pub fn new(endpoint: &str, timeout: Duration) -> Result<Self, EndpointError> {
         let socket = parse_endpoint(endpoint)?;
         let path = socket.clone();
@@ -86,11 +138,26 @@ impl CriClient {
     }
 
     /// The socket this client dials.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let client = actlet::cri::CriClient::new("/run/crio/crio.sock", std::time::Duration::from_secs(10)).unwrap();
+    /// assert_eq!(client.socket(), std::path::Path::new("/run/crio/crio.sock"));
+    /// # });
+    /// ```
     pub fn socket(&self) -> &Path {
         &self.socket
     }
 
     /// The per-call deadline.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let client = actlet::cri::CriClient::new("unix:///run/containerd/containerd.sock", Duration::from_secs(30)).unwrap();
+    /// assert_eq!(client.timeout(), Duration::from_secs(30));
+    /// # });
+    /// ```
     pub fn timeout(&self) -> Duration {
         self.timeout
     }

@@ -8,6 +8,14 @@ use tonic::Code;
 /// [`CriError::code`] the same way for either. Retryability: `Unavailable` and
 /// `DeadlineExceeded` mean the runtime may come back or the call may succeed
 /// later; `NotFound` means the object is gone; everything else is reported as is.
+///
+/// ```
+/// use actlet::cri::CriError;
+/// use tonic::Code;
+/// let err = CriError::new("RemoveContainer", Code::NotFound, "container \"c1\" not found");
+/// assert!(err.is_not_found());
+/// assert_eq!(err.to_string(), "CRI RemoveContainer failed (NotFound): container \"c1\" not found");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("CRI {method} failed ({code:?}): {message}")]
 pub struct CriError {
@@ -21,6 +29,11 @@ pub struct CriError {
 
 impl CriError {
     /// Builds an error for `method` with `code` and `message`.
+    ///
+    /// ```
+    /// let err = actlet::cri::CriError::new("Version", tonic::Code::Unavailable, "connection refused");
+    /// assert_eq!((err.method, err.code), ("Version", tonic::Code::Unavailable));
+    /// ```
     pub fn new(method: &'static str, code: Code, message: impl Into<String>) -> Self {
         Self {
             method,
@@ -36,6 +49,13 @@ impl CriError {
     /// same event as the runtime's `DEADLINE_EXCEEDED`, so it is mapped to it.
     /// A connection that broke under a call (the runtime died) comes back as
     /// `UNKNOWN "transport error"`; that is the runtime being unavailable.
+    ///
+    /// ```
+    /// use actlet::cri::CriError;
+    /// // tonic's own timer firing is the call's deadline passing
+    /// let err = CriError::from_status("StopContainer", tonic::Status::cancelled("Timeout expired"));
+    /// assert!(err.is_deadline_exceeded());
+    /// ```
     pub fn from_status(method: &'static str, status: tonic::Status) -> Self {
         let code = match status.code() {
             Code::Cancelled if status.message().contains("Timeout expired") => Code::DeadlineExceeded,
@@ -46,27 +66,56 @@ impl CriError {
     }
 
     /// The gRPC status this error is served as (mock runtime over gRPC).
+    ///
+    /// ```
+    /// let err = actlet::cri::CriError::new("PullImage", tonic::Code::NotFound, "no such image");
+    /// let status = err.to_status();
+    /// assert_eq!((status.code(), status.message()), (tonic::Code::NotFound, "no such image"));
+    /// ```
     pub fn to_status(&self) -> tonic::Status {
         tonic::Status::new(self.code, self.message.clone())
     }
 
     /// The object named in the request does not exist.
+    ///
+    /// ```
+    /// assert!(actlet::cri::CriError::new("ContainerStatus", tonic::Code::NotFound, "gone").is_not_found());
+    /// ```
     pub fn is_not_found(&self) -> bool {
         self.code == Code::NotFound
     }
 
     /// The runtime could not be reached (socket gone, connection refused).
+    ///
+    /// ```
+    /// use actlet::cri::CriError;
+    /// // a connection that broke under the call
+    /// assert!(CriError::from_status("Version", tonic::Status::unknown("transport error")).is_unavailable());
+    /// ```
     pub fn is_unavailable(&self) -> bool {
         self.code == Code::Unavailable
     }
 
     /// The call's deadline passed before the runtime answered.
+    ///
+    /// ```
+    /// use actlet::cri::CriError;
+    /// assert!(CriError::new("ExecSync", tonic::Code::DeadlineExceeded, "timeout").is_deadline_exceeded());
+    /// ```
     pub fn is_deadline_exceeded(&self) -> bool {
         self.code == Code::DeadlineExceeded
     }
 }
 
 /// Result of a CRI call.
+///
+/// ```
+/// use actlet::cri::{CriError, CriResult};
+/// fn remove(id: &str) -> CriResult<()> {
+///     Err(CriError::new("RemoveContainer", tonic::Code::NotFound, format!("container {id:?} not found")))
+/// }
+/// assert!(remove("c1").is_err_and(|e| e.is_not_found()));
+/// ```
 pub type CriResult<T> = Result<T, CriError>;
 
 #[cfg(test)]

@@ -13,6 +13,15 @@ use crate::cluster::node::flags::{Reserved, parse_node_labels, parse_reserved, p
 use crate::sync_loop::SyncLoopConfig;
 
 /// A setting that cannot be used; names the flag and the reason.
+///
+/// ```
+/// use clap::Parser;
+/// use actlet::KubeletConfig;
+/// let cli = actlet::cli::Cli::try_parse_from(["actlet", "--hostname-override", "node-a", "--max-pods", "0"]).unwrap();
+/// let err = KubeletConfig::from_flags(&cli.flags, "host").unwrap_err();
+/// assert_eq!(err.field, "--max-pods");
+/// assert_eq!(err.to_string(), "invalid --max-pods: 0 must be at least 1");
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("invalid {field}: {reason}")]
 pub struct ConfigError {
@@ -24,16 +33,40 @@ pub struct ConfigError {
 
 /// The wall clock API timestamps and runtime times are read against: the
 /// system clock, or (tests) a virtual one such as the mock runtime's.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::kubelet::WallClock;
+/// use k8s_openapi::jiff::Timestamp;
+/// // a frozen clock, e.g. for reproducible status timestamps in tests
+/// let t = Timestamp::from_second(1_700_000_000).unwrap();
+/// let clock = WallClock(Arc::new(move || t));
+/// assert_eq!(clock.now(), t);
+/// let mut config = actlet::KubeletConfig::new("node-a");
+/// config.wall_clock = clock;
+/// ```
 #[derive(Clone)]
 pub struct WallClock(pub std::sync::Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>);
 
 impl WallClock {
     /// The system clock.
+    ///
+    /// ```
+    /// use actlet::kubelet::WallClock;
+    /// let now = WallClock::system().now();
+    /// assert!(now > k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    /// ```
     pub fn system() -> Self {
         Self(std::sync::Arc::new(crate::kuberuntime::convert::system_now))
     }
 
     /// The current time.
+    ///
+    /// ```
+    /// let clock = actlet::kubelet::WallClock::default(); // the system clock
+    /// let (a, b) = (clock.now(), clock.now());
+    /// assert!(a <= b);
+    /// ```
     pub fn now(&self) -> k8s_openapi::jiff::Timestamp {
         (self.0)()
     }
@@ -52,72 +85,225 @@ impl std::fmt::Debug for WallClock {
 }
 
 /// Settings of an assembled kubelet.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut config = actlet::KubeletConfig::new("node-a");
+/// config.static_pod_path = Some("/etc/kubernetes/manifests".into());
+/// config.max_pods = 20;
+/// config.sync.sync_frequency = Duration::from_secs(30);
+/// assert_eq!(config.relist_period, Duration::from_secs(1));
+/// // start it with actlet::kubelet::start(config, runtime), or through actlet::ActletBuilder::from_config
+/// ```
 #[derive(Clone, Debug)]
 pub struct KubeletConfig {
     /// The node name (`--hostname-override` or the host name, lowercased).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.node_name, "node-a");
+    /// ```
     pub node_name: String,
     /// The node's IP (`hostIP` of pods).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.node_ip = Some("10.0.0.7".into()); // otherwise detected (detect_node_ip)
+    /// ```
     pub node_ip: Option<String>,
     /// `staticPodPath`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.static_pod_path = Some("/etc/kubernetes/manifests".into());
+    /// ```
     pub static_pod_path: Option<PathBuf>,
     /// `staticPodURL`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.static_pod_url = Some("http://10.0.0.1:8080/pods.yaml".into());
+    /// ```
     pub static_pod_url: Option<String>,
     /// `staticPodURLHeader` entries (`Key:Value`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.static_pod_url_headers = vec!["Authorization:Bearer abc".into()];
+    /// ```
     pub static_pod_url_headers: Vec<String>,
     /// Names of the caller's own pod sources (embedding, tests): each feeds
     /// [`SourceSnapshot`](crate::messages::pod_update::SourceSnapshot)s with
     /// `PodSource::Custom(name)` through [`Kubelet::pod_config`](super::Kubelet::pod_config);
     /// housekeeping waits until each has sent one.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.custom_sources.push("edge-sync".into()); // sends SourceSnapshots as PodSource::Custom("edge-sync")
+    /// ```
     pub custom_sources: Vec<String>,
     /// `fileCheckFrequency`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.file_check_frequency, std::time::Duration::from_secs(20));
+    /// ```
     pub file_check_frequency: Duration,
     /// `httpCheckFrequency`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.http_check_frequency, std::time::Duration::from_secs(20));
+    /// ```
     pub http_check_frequency: Duration,
     /// Sync loop timing (`syncFrequency` …).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.sync.sync_frequency, std::time::Duration::from_secs(60));
+    /// ```
     pub sync: SyncLoopConfig,
     /// PLEG relist period (1 s).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.relist_period, std::time::Duration::from_secs(1));
+    /// ```
     pub relist_period: Duration,
     /// `maxPods` (110).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.max_pods, 110);
+    /// ```
     pub max_pods: i64,
     /// Runtime `Status` check period (5 s).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.runtime_health_period, std::time::Duration::from_secs(5));
+    /// ```
     pub runtime_health_period: Duration,
     /// `--root-dir`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.root_dir, std::path::Path::new("/var/lib/kubelet"));
+    /// ```
     pub root_dir: PathBuf,
     /// Where pod log directories go (`/var/log/pods`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.pod_logs_dir, std::path::Path::new("/var/log/pods"));
+    /// ```
     pub pod_logs_dir: PathBuf,
     /// Where container log symlinks go (`/var/log/containers`; `None`: none).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.container_logs_dir.as_deref(), Some(std::path::Path::new("/var/log/containers")));
+    /// ```
     pub container_logs_dir: Option<PathBuf>,
     /// Read-only server (`/pods`, `/healthz`); `None`: off.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.read_only_addr = Some("127.0.0.1:10255".parse().unwrap());
+    /// ```
     pub read_only_addr: Option<SocketAddr>,
     /// Healthz server; `None`: off.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.healthz_addr = Some("127.0.0.1:10248".parse().unwrap());
+    /// ```
     pub healthz_addr: Option<SocketAddr>,
     /// Prefix of container IDs in pod status (`containerd`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.runtime_name, "containerd"); // container IDs read "containerd://<id>"
+    /// ```
     pub runtime_name: String,
     /// Graceful shutdown deadline of the actor tree.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.shutdown_deadline, std::time::Duration::from_secs(30));
+    /// ```
     pub shutdown_deadline: Duration,
     /// The wall clock (system clock by default).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.wall_clock.now() > k8s_openapi::jiff::Timestamp::UNIX_EPOCH); // the system clock
+    /// ```
     pub wall_clock: WallClock,
     /// Cluster mode: register the Node with the API server (`registerNode`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.register_node);
+    /// ```
     pub register_node: bool,
     /// Labels added to the Node at registration (`--node-labels`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.node_labels.insert("node-role.kubernetes.io/edge".into(), "".into());
+    /// ```
     pub node_labels: BTreeMap<String, String>,
     /// Taints the Node registers with (`--register-with-taints`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.register_with_taints.push(k8s_openapi::api::core::v1::Taint { key: "dedicated".into(), effect: "NoSchedule".into(), ..Default::default() });
+    /// ```
     pub register_with_taints: Vec<Taint>,
     /// `kubeReserved`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.kube_reserved, Default::default()); // nothing reserved
+    /// ```
     pub kube_reserved: Reserved,
     /// `systemReserved`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.system_reserved, Default::default());
+    /// ```
     pub system_reserved: Reserved,
     /// How often the node status is computed and written when changed
     /// (`nodeStatusUpdateFrequency`, 10 s).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.node_status_update_frequency, std::time::Duration::from_secs(10));
+    /// ```
     pub node_status_update_frequency: Duration,
     /// How often the node status is written even when unchanged
     /// (`nodeStatusReportFrequency`, 5 min).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.node_status_report_frequency, std::time::Duration::from_secs(300));
+    /// ```
     pub node_status_report_frequency: Duration,
 }
 
 impl KubeletConfig {
     /// Defaults for a node called `node_name`: no sources, no servers,
     /// upstream timing, directories under `/var/lib/kubelet` and `/var/log`.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// let config = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!((config.node_name.as_str(), config.max_pods), ("node-a", 110));
+    /// assert_eq!(config.root_dir, Path::new("/var/lib/kubelet"));
+    /// assert!(config.static_pod_path.is_none() && config.read_only_addr.is_none());
+    /// ```
     pub fn new(node_name: impl Into<String>) -> Self {
         Self {
             node_name: node_name.into(),
@@ -152,6 +338,15 @@ impl KubeletConfig {
 
     /// The configuration the flags ask for. `hostname` is the machine's host
     /// name (used when `--hostname-override` is not given).
+    ///
+    /// ```
+    /// use clap::Parser;
+    /// use actlet::KubeletConfig;
+    /// let cli = actlet::cli::Cli::try_parse_from(["actlet", "--pod-manifest-path", "/etc/kubernetes/manifests"]).unwrap();
+    /// let config = KubeletConfig::from_flags(&cli.flags, "Worker-1").unwrap();
+    /// assert_eq!(config.node_name, "worker-1"); // the host name, lowercased
+    /// assert_eq!(config.static_pod_path.as_deref(), Some(std::path::Path::new("/etc/kubernetes/manifests")));
+    /// ```
     pub fn from_flags(flags: &KubeletFlags, hostname: &str) -> Result<Self, ConfigError> {
         let node_name = flags
             .hostname_override

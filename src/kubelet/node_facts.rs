@@ -5,6 +5,12 @@ use std::net::IpAddr;
 use std::path::Path;
 
 /// What the node has.
+///
+/// ```
+/// let facts = actlet::kubelet::NodeFacts::detect();
+/// assert!(facts.cpus >= 1 && facts.memory_bytes > 0);
+/// println!("{} CPUs, {} MiB", facts.cpus, facts.memory_bytes >> 20);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeFacts {
     /// Memory in bytes (`MemTotal`).
@@ -19,6 +25,11 @@ pub struct NodeFacts {
 impl NodeFacts {
     /// Reads `/proc/meminfo` and the CPU count; falls back to 1 GiB / 1 CPU
     /// (with a warning) when they cannot be read.
+    ///
+    /// ```
+    /// let facts = actlet::kubelet::NodeFacts::detect();
+    /// assert_eq!(facts.cpus, std::thread::available_parallelism().unwrap().get() as i64);
+    /// ```
     pub fn detect() -> Self {
         let memory_bytes = std::fs::read_to_string("/proc/meminfo")
             .ok()
@@ -39,6 +50,13 @@ impl NodeFacts {
 
     /// Takes ephemeral storage from the filesystem of `root_dir` (the
     /// kubelet's root directory, or its nearest existing parent).
+    ///
+    /// ```
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// // a root dir that does not exist yet: its nearest existing parent is measured
+    /// let facts = actlet::kubelet::NodeFacts::detect().with_root_dir(&tmp.path().join("kubelet"));
+    /// assert!(facts.ephemeral_storage_bytes > 0);
+    /// ```
     pub fn with_root_dir(mut self, root_dir: &Path) -> Self {
         if let Some(size) = root_dir.ancestors().find(|p| p.exists()).and_then(filesystem_size) {
             self.ephemeral_storage_bytes = size;
@@ -48,6 +66,13 @@ impl NodeFacts {
 }
 
 /// Total bytes of the filesystem holding `path` (`statvfs`: blocks × fragment size).
+///
+/// ```
+/// // not exported: reached through NodeFacts, which measures the root dir's filesystem
+/// let tmp = tempfile::tempdir().unwrap();
+/// let facts = actlet::kubelet::NodeFacts::detect().with_root_dir(tmp.path());
+/// assert!(facts.ephemeral_storage_bytes > 0);
+/// ```
 pub fn filesystem_size(path: &Path) -> Option<i64> {
     let st = nix::sys::statvfs::statvfs(path).ok()?;
     let bytes = u128::from(st.blocks()) * u128::from(st.fragment_size());
@@ -56,6 +81,12 @@ pub fn filesystem_size(path: &Path) -> Option<i64> {
 
 /// Who this machine is, as `nodeInfo` reports it; empty strings where a
 /// file cannot be read (as upstream reports them).
+///
+/// ```
+/// let info = actlet::kubelet::MachineInfo::detect();
+/// assert!(!info.os_image.is_empty()); // PRETTY_NAME, or "Linux"
+/// println!("{} ({}), boot {}", info.os_image, info.kernel_version, info.boot_id);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MachineInfo {
     /// `/proc/sys/kernel/osrelease`.
@@ -72,6 +103,12 @@ pub struct MachineInfo {
 
 impl MachineInfo {
     /// Reads the files above.
+    ///
+    /// ```
+    /// let info = actlet::kubelet::MachineInfo::detect();
+    /// let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    /// assert_eq!(info.kernel_version, release.trim());
+    /// ```
     pub fn detect() -> Self {
         let read = |p: &str| {
             std::fs::read_to_string(p)
@@ -89,6 +126,15 @@ impl MachineInfo {
 }
 
 /// `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"` → `Debian GNU/Linux 12 (bookworm)`.
+///
+/// ```
+/// // not exported: reached through MachineInfo::detect, which reads /etc/os-release
+/// let os_release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+/// let info = actlet::kubelet::MachineInfo::detect();
+/// if os_release.contains("PRETTY_NAME=") {
+///     assert!(os_release.contains(&info.os_image), "{}", info.os_image);
+/// }
+/// ```
 pub fn parse_pretty_name(os_release: &str) -> Option<String> {
     let line = os_release.lines().find_map(|l| l.trim().strip_prefix("PRETTY_NAME="))?;
     let v = line.trim().trim_matches(|c| c == '"' || c == '\'');
@@ -96,6 +142,13 @@ pub fn parse_pretty_name(os_release: &str) -> Option<String> {
 }
 
 /// `MemTotal:  24576000 kB` → bytes.
+///
+/// ```
+/// // not exported: reached through NodeFacts::detect, which reads /proc/meminfo
+/// let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+/// let kb: i64 = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap();
+/// assert_eq!(actlet::kubelet::NodeFacts::detect().memory_bytes, kb * 1024);
+/// ```
 pub fn parse_mem_total(meminfo: &str) -> Option<i64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -105,6 +158,13 @@ pub fn parse_mem_total(meminfo: &str) -> Option<i64> {
 /// The node IP when none is configured: the first IPv4 address of an
 /// interface that is up, not loopback, and not a container bridge or veth
 /// (`cni*`, `actlet*`, `docker*`, `veth*`, `cali*`, `flannel*`).
+///
+/// ```
+/// match actlet::kubelet::detect_node_ip() {
+///     Some(ip) => assert!(!ip.is_loopback(), "{ip}"),
+///     None => println!("no usable interface: pods get no hostIP unless node_ip is set"),
+/// }
+/// ```
 pub fn detect_node_ip() -> Option<IpAddr> {
     let addrs = nix::ifaddrs::getifaddrs().ok()?;
     let skip = ["lo", "cni", "actlet", "docker", "veth", "cali", "flannel", "kube"];

@@ -63,6 +63,18 @@ use crate::status::{StatusCache, StatusManager};
 use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat};
 
 /// The system could not be started.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::cri::mock::MockRuntime;
+/// use actlet::kubelet::{StartError, start};
+/// let tmp = tempfile::tempdir().unwrap();
+/// std::fs::write(tmp.path().join("file"), "").unwrap();
+/// let mut config = actlet::KubeletConfig::new("node-a");
+/// config.root_dir = tmp.path().join("file/root"); // under a regular file: cannot be created
+/// let err = start(config, Arc::new(MockRuntime::new())).err().unwrap();
+/// assert!(matches!(err, StartError::Dir { .. }), "{err}");
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// A directory could not be created.
@@ -80,38 +92,208 @@ pub enum StartError {
 }
 
 /// A running kubelet: shared state to query, and the tree to stop.
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::testing::{PodBuilder, TestNode, wait_until};
+///
+/// actlet::testing::run_paused(async {
+///     let node = TestNode::start();
+///     let kubelet: &actlet::Kubelet = node.kubelet();
+///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+///     wait_until(|| kubelet.phase_of_named("default", "web").is_some_and(|p| p == "Running"), Duration::from_secs(30)).await.unwrap();
+///     assert_eq!((kubelet.pods.len(), kubelet.statuses.len()), (1, 1));
+///     assert!(kubelet.runtime_health.borrow().runtime_ready);
+/// });
+/// ```
 #[derive(Clone)]
 pub struct Kubelet {
     /// The root supervisor.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// let tree = kubelet.root.tree();
+    /// wait_until(|| tree.get("root/sync-loop").is_some(), Duration::from_secs(1)).await.unwrap();
+    /// # });
+    /// ```
     pub root: RootSupervisor,
     /// Desired pods.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| kubelet.pods.contains(&"u1".into()), Duration::from_secs(5)).await.unwrap();
+    /// # });
+    /// ```
     pub pods: PodManager,
     /// API statuses of the pods.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| kubelet.statuses.get(&"u1".into()).is_some(), Duration::from_secs(30)).await.unwrap();
+    /// # });
+    /// ```
     pub statuses: StatusCache,
     /// Runtime statuses of the pods.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| kubelet.cache.get(&"u1".into()).is_some_and(|e| e.status.is_some()), Duration::from_secs(30)).await.unwrap();
+    /// # });
+    /// ```
     pub cache: PodCache,
     /// Runtime health as last checked.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// wait_until(|| kubelet.runtime_health.borrow().network_ready, Duration::from_secs(30)).await.unwrap();
+    /// # });
+    /// ```
     pub runtime_health: tokio::sync::watch::Receiver<RuntimeHealthChanged>,
     /// Addresses of the read-only server, once bound.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// let node = actlet::testing::TestNode::builder()
+    ///     .customize(|b| b.configure(|c| c.read_only_addr = Some("127.0.0.1:0".parse().unwrap())))
+    ///     .start();
+    /// let addrs = node.kubelet().read_only_addrs.clone();
+    /// actlet::testing::wait_until(|| !addrs.get().is_empty(), Duration::from_secs(5)).await.unwrap();
+    /// assert_ne!(addrs.get()[0].port(), 0); // the port actually bound
+    /// # });
+    /// ```
     pub read_only_addrs: ServerAddrs,
     /// Addresses of the healthz server, once bound.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// assert!(kubelet.healthz_addrs.get().is_empty()); // healthz_addr is None here: no server
+    /// # });
+    /// ```
     pub healthz_addrs: ServerAddrs,
     /// Health checks as `/healthz` sees them.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// wait_until(|| kubelet.health.check().is_ok(), Duration::from_secs(30)).await.unwrap(); // /healthz would answer "ok"
+    /// # });
+    /// ```
     pub health: HealthState,
     /// Manifests the sources rejected (file or URL, and why).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// assert!(kubelet.manifest_errors.get().is_empty());
+    /// # });
+    /// ```
     pub manifest_errors: ManifestErrors,
     /// PodConfig's input: custom sources send their snapshots here.
+    ///
+    /// ```
+    /// # use actlet::messages::pod_update::{PodSource, SourceSnapshot};
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_until(|| !kubelet.pods.is_empty(), Duration::from_secs(5)).await.unwrap();
+    /// // the test source now says it holds nothing: the pod is removed
+    /// let empty = SourceSnapshot { source: PodSource::Custom(TestNode::SOURCE.into()), pods: vec![], errors: vec![] };
+    /// kubelet.pod_config.do_send(empty).unwrap();
+    /// wait_until(|| kubelet.pods.is_empty(), Duration::from_secs(5)).await.unwrap();
+    /// # });
+    /// ```
     pub pod_config: SupervisedRecipient<SourceSnapshot>,
     /// Mirror pods seen on the API server (cluster mode; empty otherwise).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// assert!(kubelet.mirror_pods.all().is_empty()); // standalone: no API server
+    /// # });
+    /// ```
     pub mirror_pods: MirrorPods,
     /// Records core/v1 Events (cluster mode; logs only otherwise).
+    ///
+    /// ```
+    /// # use actlet::messages::event::EventType;
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// kubelet.events.event(actlet::events::node_ref(TestNode::NODE_NAME), EventType::Normal, "Starting", "Starting kubelet.");
+    /// # });
+    /// ```
     pub events: EventRecorder,
     /// The registered Node's UID and latest conditions (cluster mode).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// wait_until(|| kubelet.node.ready() == Some(true), Duration::from_secs(30)).await.unwrap();
+    /// assert_eq!(kubelet.node.uid(), None); // no Node object without an API server
+    /// # });
+    /// ```
     pub node: NodeHandle,
 }
 
 impl Kubelet {
     /// The desired pods with their latest status, sorted by namespace and name.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode};
+    /// actlet::testing::run_paused(async {
+    ///     let node = TestNode::start();
+    ///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    ///     node.wait_for_phase("default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+    ///     let pods = node.kubelet().pods_with_status(); // what `/pods` serves
+    ///     assert_eq!(pods[0].status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
+    /// });
+    /// ```
     pub fn pods_with_status(&self) -> Vec<k8s_openapi::api::core::v1::Pod> {
         let mut pods: Vec<_> = self
             .pods
@@ -130,6 +312,18 @@ impl Kubelet {
     }
 
     /// The phase of the pod `namespace/name`, if it is known and has a status.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// actlet::testing::run_paused(async {
+    ///     let node = TestNode::start();
+    ///     node.set_pods(vec![PodBuilder::new("job").restart_policy("Never").container("c", "busybox:1.36", ["true"]).build()]);
+    ///     let done = || node.kubelet().phase_of_named("default", "job").as_deref() == Some("Succeeded");
+    ///     wait_until(done, Duration::from_secs(30)).await.unwrap();
+    ///     assert_eq!(node.kubelet().phase_of_named("default", "other"), None);
+    /// });
+    /// ```
     pub fn phase_of_named(&self, namespace: &str, name: &str) -> Option<String> {
         let d = self.pods.pods().into_iter().find(|d| {
             d.pod.metadata.namespace.as_deref() == Some(namespace) && d.pod.metadata.name.as_deref() == Some(name)
@@ -142,16 +336,48 @@ impl Kubelet {
     }
 
     /// Waits for the root supervisor to exit (after [`shutdown`](Self::shutdown) or a root failure).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// actlet::testing::run_paused(async {
+    ///     let node = actlet::testing::TestNode::start();
+    ///     let kubelet = node.kubelet().clone();
+    ///     actix::spawn(async move { kubelet.shutdown(Duration::from_secs(5)).await.unwrap(); });
+    ///     let reason = node.kubelet().wait().await; // returns once the root supervisor is gone
+    ///     println!("root exited: {reason:?}");
+    /// });
+    /// ```
     pub async fn wait(&self) -> crate::actors::supervisor::ExitReason {
         self.root.wait().await
     }
 
     /// The live supervision tree.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// actlet::testing::run_paused(async {
+    ///     let node = actlet::testing::TestNode::start();
+    ///     let tree = node.kubelet().tree();
+    ///     actlet::testing::wait_until(|| tree.get("root/status-manager").is_some(), Duration::from_secs(1)).await.unwrap();
+    ///     assert!(tree.get("root/no-such-child").is_none());
+    /// });
+    /// ```
     pub fn tree(&self) -> &SupervisionTree {
         self.root.tree()
     }
 
     /// Stops every actor in reverse start order within `deadline`. Pods keep running.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// actlet::testing::run_paused(async {
+    ///     let node = actlet::testing::TestNode::start();
+    ///     # actlet::testing::wait_until(|| node.kubelet().tree().get("root/pleg").is_some(), Duration::from_secs(1)).await.unwrap();
+    ///     let report = node.kubelet().shutdown(Duration::from_secs(10)).await.unwrap();
+    ///     assert!(report.stopped.iter().any(|c| c.contains("pleg")), "{report:?}");
+    ///     assert!(report.killed.is_empty(), "{report:?}");
+    /// });
+    /// ```
     pub async fn shutdown(&self, deadline: Duration) -> Result<ShutdownReport, SupervisorError> {
         self.root.shutdown(deadline).await
     }
@@ -186,6 +412,13 @@ fn node_allocatable(config: &KubeletConfig, facts: &NodeFacts) -> NodeAllocatabl
 }
 
 /// `GOARCH` naming of this machine (`amd64`, `arm64`).
+///
+/// ```
+/// let arch = actlet::kubelet::go_arch();
+/// if cfg!(target_arch = "x86_64") {
+///     assert_eq!(arch, "amd64"); // the `kubernetes.io/arch` label's value
+/// }
+/// ```
 pub fn go_arch() -> &'static str {
     match std::env::consts::ARCH {
         "x86_64" => "amd64",
@@ -203,31 +436,165 @@ fn make_dir(path: &Path) -> Result<(), StartError> {
 
 /// Builds the supervised child of a caller's own source from PodConfig's
 /// input and the node name.
+///
+/// ```
+/// use actlet::actors::supervisor::ChildSpec;
+/// use actlet::embed::{PodSource, SourceError, SourceRunner};
+/// use actlet::kubelet::{Extensions, SourceSpecFactory};
+/// # use k8s_openapi::api::core::v1::Pod;
+///
+/// struct Nothing; // a source that never has pods
+/// #[async_trait::async_trait]
+/// impl PodSource for Nothing {
+///     async fn next(&mut self) -> Result<Vec<Pod>, SourceError> { std::future::pending().await }
+/// }
+/// let factory: SourceSpecFactory = Box::new(|out, node| {
+///     ChildSpec::new("source-nothing", move || SourceRunner::new("nothing".into(), node.clone(), Nothing, out.clone())).into()
+/// });
+/// let ext = Extensions { sources: vec![("nothing".into(), factory)], ..Default::default() };
+/// assert_eq!(ext.sources.len(), 1);
+/// ```
 pub type SourceSpecFactory = Box<dyn FnOnce(SupervisedRecipient<SourceSnapshot>, String) -> AnyChildSpec>;
 
 /// What an embedder adds to the standard tree.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use actlet::actors::supervisor::SupervisedRecipient;
+/// use actlet::kubelet::{Extensions, start_with};
+/// use actlet::messages::node::NodeConditionChanged;
+///
+/// actlet::testing::run_paused(async {
+/// #   let tmp = tempfile::tempdir().unwrap();
+///     let seen: Arc<Mutex<Vec<NodeConditionChanged>>> = Arc::default();
+///     let log = seen.clone();
+///     let ext = Extensions { node_observers: vec![SupervisedRecipient::from_fn(move |c| log.lock().unwrap().push(c))], ..Default::default() };
+///     let mut config = actlet::KubeletConfig::new("node-a");
+/// #   (config.root_dir, config.pod_logs_dir, config.container_logs_dir) = (tmp.path().join("root"), tmp.path().join("logs"), None);
+///     let _kubelet = start_with(config, Arc::new(actlet::cri::mock::MockRuntime::new()), ext).unwrap();
+///     let ready = || seen.lock().unwrap().iter().any(|c| c.type_ == "Ready" && c.status == "True");
+///     actlet::testing::wait_until(ready, Duration::from_secs(30)).await.unwrap();
+/// });
+/// ```
 #[derive(Default)]
 pub struct Extensions {
     /// The caller's own sources, by name (each becomes `PodSource::Custom(name)`
     /// and a supervised child named `source-<name>`).
+    ///
+    /// ```
+    /// use actlet::{ActletBuilder, PodSource, SourceError};
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// struct Fixed(Vec<Pod>, bool); // sends its pods once, then nothing changes
+    /// #[async_trait::async_trait]
+    /// impl PodSource for Fixed {
+    ///     async fn next(&mut self) -> Result<Vec<Pod>, SourceError> {
+    ///         if std::mem::replace(&mut self.1, true) { std::future::pending::<()>().await }
+    ///         Ok(self.0.clone())
+    ///     }
+    /// }
+    /// // ActletBuilder::source adds an entry here (a supervised child `source-fixed`)
+    /// let builder = ActletBuilder::new("node-a").source("fixed", || Fixed(vec![], false));
+    /// # let _ = builder;
+    /// ```
     pub sources: Vec<(String, SourceSpecFactory)>,
     /// Told of every pod status change.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisedRecipient;
+    /// # use actlet::kubelet::Extensions;
+    /// use actlet::messages::status::PodStatusChanged;
+    /// let ext = Extensions {
+    ///     status_observers: vec![SupervisedRecipient::from_fn(|c: PodStatusChanged| println!("{} → {:?}", c.uid, c.new_phase))],
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(ext.status_observers.len(), 1);
+    /// ```
     pub status_observers: Vec<SupervisedRecipient<PodStatusChanged>>,
     /// Told of every batch of PLEG events.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisedRecipient;
+    /// # use actlet::kubelet::Extensions;
+    /// use actlet::messages::pleg::PlegEvents;
+    /// let ext = Extensions {
+    ///     pleg_observers: vec![SupervisedRecipient::from_fn(|e: PlegEvents| println!("{} events", e.0.len()))],
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(ext.pleg_observers.len(), 1);
+    /// ```
     pub pleg_observers: Vec<SupervisedRecipient<PlegEvents>>,
     /// Told of every node condition change.
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisedRecipient;
+    /// # use actlet::kubelet::Extensions;
+    /// use actlet::messages::node::NodeConditionChanged;
+    /// let ext = Extensions {
+    ///     node_observers: vec![SupervisedRecipient::from_fn(|c: NodeConditionChanged| println!("{}={} ({})", c.type_, c.status, c.reason))],
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(ext.node_observers.len(), 1);
+    /// ```
     pub node_observers: Vec<SupervisedRecipient<NodeConditionChanged>>,
     /// Cluster mode: the API client (node identity `system:node:<name>`).
     /// Adds the `api` pod source and the actors of [`crate::cluster`].
+    ///
+    /// ```
+    /// # use actlet::kubelet::Extensions;
+    /// # actlet::testing::run_paused(async {
+    /// // normally actlet::cluster::client_from_kubeconfig(..); nothing is contacted until start
+    /// let client = kube::Client::try_from(kube::Config::new("https://10.0.0.1:6443".parse().unwrap())).unwrap();
+    /// let ext = Extensions { api_client: Some(client), ..Default::default() };
+    /// assert!(ext.api_client.is_some());
+    /// # });
+    /// ```
     pub api_client: Option<kube::Client>,
 }
 
 /// Builds and starts the kubelet on `runtime` inside the current actix System.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use actlet::cri::mock::MockRuntime;
+///
+/// actlet::testing::run_paused(async {
+///     let tmp = tempfile::tempdir().unwrap();
+///     let mut config = actlet::KubeletConfig::new("node-a");
+///     config.root_dir = tmp.path().join("root");
+///     config.pod_logs_dir = tmp.path().join("logs");
+///     config.container_logs_dir = None;
+///     let kubelet = actlet::kubelet::start(config, Arc::new(MockRuntime::new())).unwrap();
+///     assert!(tmp.path().join("root/pods").is_dir());
+///     kubelet.shutdown(Duration::from_secs(5)).await.unwrap(); // containers keep running
+/// });
+/// ```
 pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, StartError> {
     start_with(config, runtime, Extensions::default())
 }
 
 /// [`start`] with an embedder's [`Extensions`].
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use actlet::actors::supervisor::SupervisedRecipient;
+/// use actlet::kubelet::{Extensions, start_with};
+/// use actlet::messages::pleg::PlegEvents;
+///
+/// actlet::testing::run_paused(async {
+/// #   let tmp = tempfile::tempdir().unwrap();
+///     let batches = Arc::new(Mutex::new(0));
+///     let n = batches.clone();
+///     let ext = Extensions { pleg_observers: vec![SupervisedRecipient::from_fn(move |_: PlegEvents| *n.lock().unwrap() += 1)], ..Default::default() };
+///     let mut config = actlet::KubeletConfig::new("node-a");
+/// #   (config.root_dir, config.pod_logs_dir, config.container_logs_dir) = (tmp.path().join("root"), tmp.path().join("logs"), None);
+///     let kubelet = start_with(config, Arc::new(actlet::cri::mock::MockRuntime::new()), ext).unwrap();
+///     actlet::testing::wait_until(|| kubelet.tree().get("root/pleg").is_some(), Duration::from_secs(1)).await.unwrap();
+///     println!("{} PLEG batches so far", batches.lock().unwrap()); // none: no pods run
+/// });
+/// ```
 pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extensions) -> Result<Kubelet, StartError> {
     config.custom_sources.extend(ext.sources.iter().map(|(n, _)| n.clone()));
     for sub in ["", "pods", "plugins", "pod-resources"] {

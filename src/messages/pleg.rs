@@ -5,6 +5,12 @@ use actix::Message;
 use super::PodUid;
 
 /// Upstream's `PodLifeCycleEventType`.
+///
+/// ```
+/// use actlet::messages::pleg::{PlegEventType, PodLifecycleEvent};
+/// let e = PodLifecycleEvent { uid: "u1".into(), kind: PlegEventType::ContainerDied, id: "c1".into() };
+/// assert!(matches!(e.kind, PlegEventType::ContainerDied | PlegEventType::ContainerRemoved));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PlegEventType {
     /// A container is now running.
@@ -23,6 +29,19 @@ pub enum PlegEventType {
 ///
 /// Guarantee: when this is sent, the pod cache already holds a status of the
 /// pod stamped later than the change.
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::messages::pleg::PlegEventType;
+/// use actlet::testing::{PodBuilder, TestNode, wait_until};
+///
+/// actlet::testing::run_paused(async {
+///     let node = TestNode::start(); // records every PodLifecycleEvent
+///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+///     let started = || node.events().count("default", "web", PlegEventType::ContainerStarted);
+///     wait_until(|| started() >= 1, Duration::from_secs(30)).await.unwrap();
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Message)]
 #[rtype(result = "()")]
 pub struct PodLifecycleEvent {
@@ -36,6 +55,12 @@ pub struct PodLifecycleEvent {
 
 /// Pleg → observers: the relister's health (healthy while the last relist
 /// finished within 3 minutes).
+///
+/// ```
+/// use actlet::messages::pleg::PlegHealth;
+/// let h = PlegHealth { healthy: false, message: "PLEG is not healthy: pleg was last seen active 3m1s ago".into() };
+/// assert!(!h.healthy && h.message.starts_with("PLEG is not healthy"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Message)]
 #[rtype(result = "()")]
 pub struct PlegHealth {
@@ -47,6 +72,24 @@ pub struct PlegHealth {
 
 /// Pleg → SyncLoop: every event of one relist, in one message (explicit
 /// coalescing: one mailbox slot per relist however many containers changed).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use actlet::messages::pleg::{PlegEventType, PlegEvents};
+/// use actlet::testing::{PodBuilder, TestNode, wait_until};
+///
+/// actlet::testing::run_paused(async {
+///     let batches: Arc<Mutex<Vec<PlegEvents>>> = Arc::default();
+///     let log = batches.clone();
+///     let node = TestNode::builder()
+///         .customize(move |b| b.on_pleg_events(move |e| log.lock().unwrap().push(e)))
+///         .start();
+///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+///     let started = || batches.lock().unwrap().iter().flat_map(|b| &b.0).any(|e| e.kind == PlegEventType::ContainerStarted);
+///     wait_until(started, Duration::from_secs(30)).await.unwrap();
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Message)]
 #[rtype(result = "()")]
 pub struct PlegEvents(pub Vec<PodLifecycleEvent>);

@@ -6,17 +6,35 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// A pod's `metadata.uid`. Cheap to clone (shared string).
+///
+/// ```
+/// use actlet::messages::PodUid;
+/// let uid = PodUid::from("3f1c-uid");
+/// let copy = uid.clone(); // shares the string
+/// assert_eq!(copy, uid);
+/// assert_eq!(format!("{uid} {uid:?}"), "3f1c-uid PodUid(3f1c-uid)");
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct PodUid(Arc<str>);
 
 impl PodUid {
     /// Wraps a UID string.
+    ///
+    /// ```
+    /// let uid = actlet::messages::PodUid::new(String::from("u1"));
+    /// assert_eq!(uid.to_string(), "u1");
+    /// ```
     pub fn new(uid: impl Into<Arc<str>>) -> Self {
         Self(uid.into())
     }
 
     /// The UID as text.
+    ///
+    /// ```
+    /// let uid = actlet::messages::PodUid::new("u1");
+    /// assert_eq!(uid.as_str(), "u1");
+    /// ```
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -9,6 +9,12 @@ use k8s_openapi::api::core::v1::Pod;
 use super::PodUid;
 
 /// Upstream's `SyncPodType`.
+///
+/// ```
+/// use actlet::messages::pod_work::UpdateType;
+/// let terminates = |t| t == UpdateType::Kill;
+/// assert!(terminates(UpdateType::Kill) && !terminates(UpdateType::Sync));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UpdateType {
     /// The pod was just added.
@@ -22,6 +28,14 @@ pub enum UpdateType {
 }
 
 /// How to kill a pod (with `UpdateType::Kill`).
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::messages::pod_work::KillOptions;
+/// let force = KillOptions { grace_period_override: Some(Duration::ZERO), ..Default::default() };
+/// assert_eq!(force.status, None);
+/// assert_ne!(force, KillOptions::default());
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KillOptions {
     /// Overrides the pod's `terminationGracePeriodSeconds`
@@ -32,6 +46,15 @@ pub struct KillOptions {
 }
 
 /// Status to set on a killed pod.
+///
+/// ```
+/// use actlet::messages::pod_work::{KillOptions, KillStatus};
+/// let evict = KillOptions {
+///     status: Some(KillStatus { phase: "Failed".into(), reason: "Evicted".into(), message: "The node was low on resource: memory.".into() }),
+///     ..Default::default()
+/// };
+/// assert_eq!(evict.status.unwrap().reason, "Evicted");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KillStatus {
     /// `Failed` or `Succeeded`.
@@ -47,6 +70,14 @@ pub struct KillStatus {
 /// Receiver guarantees: one update at a time per pod; while a sync runs only
 /// the latest pending update is kept, but a pending `Kill` is never replaced
 /// by a non-kill; once a pod is terminating it never syncs again.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::messages::pod_work::{KillOptions, UpdatePod, UpdateType};
+/// let pod = Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build());
+/// let kill = UpdatePod { update_type: UpdateType::Kill, pod, kill: Some(KillOptions::default()) };
+/// assert_eq!(kill.pod.metadata.uid.as_deref(), Some("u1"));
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct UpdatePod {
@@ -59,6 +90,12 @@ pub struct UpdatePod {
 }
 
 /// PodWorker → PodWorkers/SyncLoop: a sync finished.
+///
+/// ```
+/// use actlet::messages::pod_work::{SyncFinished, WorkerState};
+/// let done = SyncFinished { uid: "u1".into(), error: Some("ErrImagePull".into()), state: WorkerState::Syncing };
+/// assert!(done.error.is_some() && done.state == WorkerState::Syncing); // retried with backoff
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct SyncFinished {
@@ -71,6 +108,13 @@ pub struct SyncFinished {
 }
 
 /// A pod worker's lifecycle: `Syncing → Terminating → Terminated`, never back.
+///
+/// ```
+/// use actlet::messages::pod_work::WorkerState;
+/// // the lifecycle only moves forward
+/// assert!(WorkerState::Syncing < WorkerState::Terminating);
+/// assert!(WorkerState::Terminating < WorkerState::Terminated);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum WorkerState {
     /// Running the pod toward its spec.

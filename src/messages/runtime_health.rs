@@ -4,6 +4,20 @@ use actix::Message;
 
 /// RuntimeHealth → subscribers: the result of the periodic CRI `Status` call,
 /// sent when it changes.
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::testing::{TestNode, wait_until};
+///
+/// actlet::testing::run_paused(async {
+///     let node = TestNode::start();
+///     let health = node.kubelet().runtime_health.clone(); // the latest RuntimeHealthChanged
+///     wait_until(|| health.borrow().runtime_ready, Duration::from_secs(30)).await.unwrap();
+///     node.mock().set_down(true);
+///     wait_until(|| !health.borrow().runtime_ready, Duration::from_secs(30)).await.unwrap();
+///     assert!(health.borrow().message.contains("container runtime is down"), "{:?}", *health.borrow());
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Message)]
 #[rtype(result = "()")]
 pub struct RuntimeHealthChanged {

@@ -13,6 +13,13 @@ use crate::status::Phase;
 /// Receiver guarantees: a terminal phase is never left; a terminated container
 /// never turns back to running; unchanged conditions keep their
 /// lastTransitionTime; the latest status wins and is eventually written.
+///
+/// ```
+/// use actlet::messages::status::SetPodStatus;
+/// use k8s_openapi::api::core::v1::PodStatus;
+/// let msg = SetPodStatus { uid: "u1".into(), status: PodStatus { phase: Some("Running".into()), ..Default::default() } };
+/// assert_eq!(msg.status.phase.as_deref(), Some("Running"));
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct SetPodStatus {
@@ -23,6 +30,12 @@ pub struct SetPodStatus {
 }
 
 /// Anyone → StatusManager: forget a pod that is gone.
+///
+/// ```
+/// use actlet::messages::status::ForgetPodStatus;
+/// let msg = ForgetPodStatus { uid: "u1".into() };
+/// assert_eq!(msg.uid.as_str(), "u1");
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct ForgetPodStatus {
@@ -34,6 +47,15 @@ pub struct ForgetPodStatus {
 /// pod itself (upstream `SetPodStatus(pod, status)`): the manager learns the
 /// pod's name, namespace and restart rules, so container transitions are
 /// checked. Same guarantees as `SetPodStatus`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::messages::status::UpdatePodStatus;
+/// use k8s_openapi::api::core::v1::PodStatus;
+/// let pod = Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build());
+/// let msg = UpdatePodStatus { pod, status: PodStatus { phase: Some("Pending".into()), ..Default::default() } };
+/// assert_eq!(msg.pod.metadata.uid.as_deref(), Some("u1"));
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct UpdatePodStatus {
@@ -44,6 +66,12 @@ pub struct UpdatePodStatus {
 }
 
 /// Anyone → StatusManager: the cached status of a pod, if any.
+///
+/// ```
+/// use actlet::messages::status::GetPodStatus;
+/// let query = GetPodStatus { uid: "u1".into() }; // answered with Option<PodStatus>
+/// assert_eq!(query.uid.as_str(), "u1");
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "Option<PodStatus>")]
 pub struct GetPodStatus {
@@ -53,6 +81,24 @@ pub struct GetPodStatus {
 
 /// StatusManager → subscribers: a pod's cached status changed (sent once per
 /// version bump, after the shared cache holds the new status).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use actlet::messages::status::PodStatusChanged;
+/// use actlet::status::Phase;
+/// use actlet::testing::{PodBuilder, TestNode, wait_until};
+///
+/// actlet::testing::run_paused(async {
+///     let seen: Arc<Mutex<Vec<PodStatusChanged>>> = Arc::default();
+///     let log = seen.clone();
+///     let node = TestNode::builder().customize(move |b| b.on_pod_status(move |c| log.lock().unwrap().push(c))).start();
+///     node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+///     let running = || seen.lock().unwrap().iter().any(|c| c.uid.as_str() == "u1" && c.new_phase == Some(Phase::Running));
+///     wait_until(running, Duration::from_secs(30)).await.unwrap();
+///     assert_eq!(seen.lock().unwrap()[0].old_phase, None); // the first change of a new pod
+/// });
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct PodStatusChanged {
@@ -70,6 +116,22 @@ pub struct PodStatusChanged {
 
 /// Anyone → StatusManager: send me every [`PodStatusChanged`] from now on.
 /// Subscribers whose mailbox is closed are dropped.
+///
+/// ```
+/// use actix::Actor;
+/// use actlet::messages::status::{PodStatusChanged, SubscribeStatus};
+///
+/// struct Observer;
+/// impl Actor for Observer { type Context = actix::Context<Self>; }
+/// impl actix::Handler<PodStatusChanged> for Observer {
+///     type Result = ();
+///     fn handle(&mut self, c: PodStatusChanged, _: &mut Self::Context) { println!("{} is now {:?}", c.uid, c.new_phase) }
+/// }
+/// actlet::testing::run_paused(async {
+///     let subscribe = SubscribeStatus { subscriber: Observer.start().recipient() }; // send to the StatusManager
+///     assert!(subscribe.subscriber.connected());
+/// });
+/// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct SubscribeStatus {

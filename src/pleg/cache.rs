@@ -11,6 +11,19 @@ use crate::kuberuntime::pod_status::RuntimePodStatus;
 use crate::messages::PodUid;
 
 /// One cached pod status.
+///
+/// ```
+/// # use std::sync::Arc;
+/// use actlet::kuberuntime::pod_status::RuntimePodStatus;
+/// use actlet::pleg::PodCache;
+/// use tokio::time::Instant;
+/// let cache = PodCache::new();
+/// let read_at = Instant::now();
+/// cache.set("u1".into(), Some(Arc::new(RuntimePodStatus::empty("u1".into(), "web", "default"))), None, read_at);
+/// let entry = cache.get(&"u1".into()).unwrap();
+/// assert!(entry.status.is_some() && entry.error.is_none());
+/// assert_eq!(entry.modified, read_at);
+/// ```
 #[derive(Clone, Debug)]
 pub struct CacheEntry {
     /// The runtime status (`None` when the pod has nothing in the runtime).
@@ -27,6 +40,17 @@ pub struct CacheEntry {
 /// Cheap to clone; all clones share the same cache. Reads never block the
 /// writer (dashmap shards); [`PodCache::get_newer_than`] waits without
 /// holding a lock.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use actlet::kuberuntime::pod_status::RuntimePodStatus;
+/// use actlet::pleg::PodCache;
+/// use tokio::time::Instant;
+/// let writer = PodCache::new();
+/// let reader = writer.clone(); // shares the cache
+/// writer.set("u1".into(), Some(Arc::new(RuntimePodStatus::empty("u1".into(), "web", "default"))), None, Instant::now());
+/// assert_eq!(reader.len(), 1);
+/// ```
 #[derive(Clone, Debug)]
 pub struct PodCache {
     pods: Arc<DashMap<PodUid, CacheEntry>>,
@@ -41,6 +65,11 @@ impl Default for PodCache {
 
 impl PodCache {
     /// An empty cache with no global timestamp yet.
+    ///
+    /// ```
+    /// let cache = actlet::pleg::PodCache::new();
+    /// assert!(cache.is_empty() && cache.global_time().is_none());
+    /// ```
     pub fn new() -> Self {
         let (tx, _rx) = watch::channel(None);
         Self {
@@ -50,12 +79,31 @@ impl PodCache {
     }
 
     /// The cached entry for `uid`, if any.
+    ///
+    /// ```
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// cache.set("u1".into(), None, Some("ListContainers failed".into()), Instant::now());
+    /// assert_eq!(cache.get(&"u1".into()).unwrap().error.as_deref(), Some("ListContainers failed"));
+    /// assert!(cache.get(&"u2".into()).is_none());
+    /// ```
     pub fn get(&self, uid: &PodUid) -> Option<CacheEntry> {
         self.pods.get(uid).map(|e| e.clone())
     }
 
     /// Stores the status of `uid` read at `modified`; wakes waiters.
     /// An older write never replaces a newer one.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// let t0 = Instant::now();
+    /// let t1 = t0 + Duration::from_secs(1);
+    /// cache.set("u1".into(), None, None, t1);
+    /// cache.set("u1".into(), None, Some("stale".into()), t0); // older: ignored
+    /// assert_eq!(cache.get(&"u1".into()).unwrap().modified, t1);
+    /// ```
     pub fn set(&self, uid: PodUid, status: Option<Arc<RuntimePodStatus>>, error: Option<String>, modified: Instant) {
         let mut entry = self.pods.entry(uid).or_insert_with(|| CacheEntry {
             status: None,
@@ -74,12 +122,30 @@ impl PodCache {
     }
 
     /// Forgets `uid`.
+    ///
+    /// ```
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// cache.set("u1".into(), None, None, Instant::now());
+    /// cache.delete(&"u1".into());
+    /// assert!(cache.get(&"u1".into()).is_none());
+    /// ```
     pub fn delete(&self, uid: &PodUid) {
         self.pods.remove(uid);
     }
 
     /// Declares that, as of `t`, every pod's entry is current (set after a
     /// successful relist); wakes waiters.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// let t = Instant::now();
+    /// cache.update_time(t + Duration::from_secs(1));
+    /// cache.update_time(t); // never goes back
+    /// assert_eq!(cache.global_time(), Some(t + Duration::from_secs(1)));
+    /// ```
     pub fn update_time(&self, t: Instant) {
         self.global.send_modify(|g| {
             if g.is_none_or(|old| old < t) {
@@ -89,21 +155,51 @@ impl PodCache {
     }
 
     /// The global timestamp.
+    ///
+    /// ```
+    /// let cache = actlet::pleg::PodCache::new();
+    /// assert_eq!(cache.global_time(), None); // no relist finished yet
+    /// let now = tokio::time::Instant::now();
+    /// cache.update_time(now);
+    /// assert_eq!(cache.global_time(), Some(now));
+    /// ```
     pub fn global_time(&self) -> Option<Instant> {
         *self.global.borrow()
     }
 
     /// Every cached runtime status (a snapshot; order unspecified).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::kuberuntime::pod_status::RuntimePodStatus;
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// cache.set("u1".into(), Some(Arc::new(RuntimePodStatus::empty("u1".into(), "web", "default"))), None, Instant::now());
+    /// cache.set("u2".into(), None, Some("failed".into()), Instant::now()); // no status: not listed
+    /// assert_eq!(cache.statuses().len(), 1);
+    /// ```
     pub fn statuses(&self) -> Vec<Arc<RuntimePodStatus>> {
         self.pods.iter().filter_map(|e| e.value().status.clone()).collect()
     }
 
     /// Number of cached pods.
+    ///
+    /// ```
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// cache.set("u1".into(), None, None, Instant::now());
+    /// assert_eq!(cache.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.pods.len()
     }
 
     /// True when no pod is cached.
+    ///
+    /// ```
+    /// let cache = actlet::pleg::PodCache::new();
+    /// assert!(cache.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
     }
@@ -111,6 +207,24 @@ impl PodCache {
     /// Waits until the cache holds a status of `uid` newer than `min`: either
     /// the pod's own entry was read after `min`, or a whole relist finished
     /// after `min` (then a missing entry means "nothing in the runtime").
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actlet::pleg::PodCache;
+    /// use tokio::time::Instant;
+    ///
+    /// actlet::testing::run_paused(async {
+    ///     let cache = PodCache::new();
+    ///     let min = Instant::now();
+    ///     let relist = cache.clone();
+    ///     actix::spawn(async move {
+    ///         tokio::time::sleep(Duration::from_secs(1)).await;
+    ///         relist.update_time(Instant::now()); // a relist finished: "u1" has nothing in the runtime
+    ///     });
+    ///     let entry = cache.get_newer_than(&"u1".into(), min).await;
+    ///     assert!(entry.status.is_none() && entry.modified > min);
+    /// });
+    /// ```
     pub async fn get_newer_than(&self, uid: &PodUid, min: Instant) -> CacheEntry {
         let mut rx = self.global.subscribe();
         loop {

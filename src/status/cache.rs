@@ -10,6 +10,19 @@ use k8s_openapi::api::core::v1::PodStatus;
 use crate::messages::PodUid;
 
 /// One pod's status as the status manager holds it.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+/// actlet::testing::run_paused(async {
+///     let node = TestNode::start();
+///     node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+///     node.wait_for_phase("default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+///     let v = node.kubelet().statuses.get(&"u1".into()).unwrap();
+///     assert_eq!((v.pod_namespace.as_str(), v.pod_name.as_str()), ("default", "web"));
+///     assert!(v.version >= 2); // Pending, then Running
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct VersionedStatus {
     /// The status (shared: readers clone a pointer).
@@ -25,6 +38,18 @@ pub struct VersionedStatus {
 
 /// A shared, read-mostly map of pod UID → [`VersionedStatus`]. Cloning shares
 /// the map. Only the status manager writes to it.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actlet::testing::{PodBuilder, TestNode};
+/// actlet::testing::run_paused(async {
+///     let node = TestNode::start();
+///     let statuses = node.kubelet().statuses.clone(); // read without asking the StatusManager
+///     node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+///     node.wait_for_phase("default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+///     assert_eq!(statuses.get(&"u1".into()).unwrap().status.phase.as_deref(), Some("Running"));
+/// });
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct StatusCache {
     map: Arc<DashMap<PodUid, VersionedStatus>>,
@@ -32,26 +57,73 @@ pub struct StatusCache {
 
 impl StatusCache {
     /// An empty cache.
+    ///
+    /// ```
+    /// let cache = actlet::status::StatusCache::new();
+    /// assert!(cache.is_empty() && cache.get(&"u1".into()).is_none());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The status of `uid`, if known.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode};
+    /// actlet::testing::run_paused(async {
+    ///     let node = TestNode::start();
+    ///     node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    ///     node.wait_for_phase("default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+    ///     let s = node.kubelet().statuses.get(&"u1".into()).unwrap();
+    ///     assert_eq!(s.status.container_statuses.as_ref().map(Vec::len), Some(1));
+    /// });
+    /// ```
     pub fn get(&self, uid: &PodUid) -> Option<VersionedStatus> {
         self.map.get(uid).map(|e| e.value().clone())
     }
 
     /// Every known status, at one moment per entry (not a global snapshot).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode};
+    /// actlet::testing::run_paused(async {
+    ///     let node = TestNode::start();
+    ///     node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    ///     node.wait_for_phase("default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+    ///     let all = node.kubelet().statuses.snapshot();
+    ///     assert_eq!(all.keys().map(|u| u.as_str()).collect::<Vec<_>>(), ["u1"]);
+    /// });
+    /// ```
     pub fn snapshot(&self) -> HashMap<PodUid, VersionedStatus> {
         self.map.iter().map(|e| (e.key().clone(), e.value().clone())).collect()
     }
 
     /// How many pods have a status.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode};
+    /// actlet::testing::run_paused(async {
+    ///     let node = TestNode::start();
+    ///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    ///     node.wait_for_phase("default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+    ///     assert_eq!(node.kubelet().statuses.len(), 1);
+    /// });
+    /// ```
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
     /// No pod has a status.
+    ///
+    /// ```
+    /// actlet::testing::run_paused(async {
+    ///     let node = actlet::testing::TestNode::start();
+    ///     assert!(node.kubelet().statuses.is_empty()); // no pods yet
+    /// });
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
