@@ -73,7 +73,7 @@ impl NodeFacts {
 /// let facts = actlet::kubelet::NodeFacts::detect().with_root_dir(tmp.path());
 /// assert!(facts.ephemeral_storage_bytes > 0);
 /// ```
-pub fn filesystem_size(path: &Path) -> Option<i64> {
+pub(crate) fn filesystem_size(path: &Path) -> Option<i64> {
     let st = nix::sys::statvfs::statvfs(path).ok()?;
     let bytes = u128::from(st.blocks()) * u128::from(st.fragment_size());
     i64::try_from(bytes).ok()
@@ -135,7 +135,7 @@ impl MachineInfo {
 ///     assert!(os_release.contains(&info.os_image), "{}", info.os_image);
 /// }
 /// ```
-pub fn parse_pretty_name(os_release: &str) -> Option<String> {
+pub(crate) fn parse_pretty_name(os_release: &str) -> Option<String> {
     let line = os_release.lines().find_map(|l| l.trim().strip_prefix("PRETTY_NAME="))?;
     let v = line.trim().trim_matches(|c| c == '"' || c == '\'');
     (!v.is_empty()).then(|| v.to_string())
@@ -149,7 +149,7 @@ pub fn parse_pretty_name(os_release: &str) -> Option<String> {
 /// let kb: i64 = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap();
 /// assert_eq!(actlet::kubelet::NodeFacts::detect().memory_bytes, kb * 1024);
 /// ```
-pub fn parse_mem_total(meminfo: &str) -> Option<i64> {
+pub(crate) fn parse_mem_total(meminfo: &str) -> Option<i64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)

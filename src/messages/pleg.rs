@@ -53,23 +53,6 @@ pub struct PodLifecycleEvent {
     pub id: String,
 }
 
-/// Pleg → observers: the relister's health (healthy while the last relist
-/// finished within 3 minutes).
-///
-/// ```
-/// use actlet::messages::pleg::PlegHealth;
-/// let h = PlegHealth { healthy: false, message: "PLEG is not healthy: pleg was last seen active 3m1s ago".into() };
-/// assert!(!h.healthy && h.message.starts_with("PLEG is not healthy"));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Message)]
-#[rtype(result = "()")]
-pub struct PlegHealth {
-    /// Healthy or not.
-    pub healthy: bool,
-    /// "PLEG is not healthy: pleg was last seen active …" when unhealthy.
-    pub message: String,
-}
-
 /// Pleg → SyncLoop: every event of one relist, in one message (explicit
 /// coalescing: one mailbox slot per relist however many containers changed).
 ///

@@ -90,9 +90,9 @@ pub struct ManifestError {
 /// Source → PodConfig: the complete set of pods a source holds now (upstream
 /// `SET`). Sent on every re-read; PodConfig diffs it against the previous set.
 ///
-/// Guarantee to the source: a pod whose manifest became invalid is *not*
-/// removed because of `errors`: a source lists such pods under
-/// `kept_on_error` (by origin) and PodConfig keeps their last good version.
+/// Guarantee to PodConfig: a pod whose manifest became invalid is *not*
+/// dropped from `pods` because of `errors`: the source keeps sending its last
+/// good version (see `config::last_good`) and lists the manifest in `errors`.
 ///
 /// ```
 /// use std::sync::Arc;
