@@ -223,30 +223,40 @@ impl Engine {
         let policy = child.spec.policy();
         let abnormal = exit.reason.is_abnormal();
         self.tree.mark_descendants_stopped(&path);
-        if abnormal {
+        // The failure and the state it leads to are written in one update,
+        // so tree watchers never see a dead instance reported as running.
+        let failure = if abnormal {
             tracing::warn!(supervisor = %self.path, child = %path, reason = %exit.reason, "child exited abnormally");
-            let failure = Failure {
+            Some(Failure {
                 reason: exit.reason.clone(),
                 at: SystemTime::now(),
-            };
-            self.tree.update(&path, |info| info.last_failure = Some(failure));
+            })
         } else {
             tracing::info!(supervisor = %self.path, child = %path, "child stopped");
-        }
+            None
+        };
+        let record = |tree: &SupervisionTree, state: ChildState| {
+            tree.update(&path, |info| {
+                if let Some(f) = failure.clone() {
+                    info.last_failure = Some(f);
+                }
+                info.state = state;
+            })
+        };
         if !policy.should_restart(&exit.reason) {
             let state = if abnormal {
                 ChildState::Failed
             } else {
                 ChildState::Stopped
             };
-            self.tree.update(&path, |info| info.state = state);
+            record(&self.tree, state);
             self.retire(idx);
             return Ok(());
         }
         let intensity = self.config.intensity;
         let restarts = self.window.record(Instant::now(), intensity.within);
         if restarts > intensity.max_restarts as usize {
-            self.tree.update(&path, |info| info.state = ChildState::Failed);
+            record(&self.tree, ChildState::Failed);
             let reason = format!(
                 "supervisor {}: restart intensity exceeded ({restarts} restarts within {:?}, limit {}); last failure: {path} {}",
                 self.path, intensity.within, intensity.max_restarts, exit.reason
@@ -255,7 +265,7 @@ impl Engine {
             self.terminate_all(deadline_in(FOREVER)).await;
             return Err(reason);
         }
-        self.tree.update(&path, |info| info.state = ChildState::Restarting);
+        record(&self.tree, ChildState::Restarting);
         self.restart_with_strategy(idx).await;
         Ok(())
     }

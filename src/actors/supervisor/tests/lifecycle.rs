@@ -268,3 +268,32 @@ fn tree_snapshot_reports_restart_counts_and_last_failure() {
         assert!(a.started_at.is_some() && a.policy == RestartPolicy::Permanent);
     });
 }
+
+#[test]
+fn tree_watchers_never_see_a_failed_instance_reported_running() {
+    run(|| async {
+        let log = Log::default();
+        let a = worker("a", &log);
+        let a_ref = a.child_ref();
+        let root = SupervisorSpec::new("root").child(a).start_root();
+        settle().await;
+        let mut changes = root.tree().subscribe();
+        let _ = a_ref.send(Crash).await;
+        settle().await;
+        let mut seen = vec![];
+        while let Ok(info) = changes.try_recv() {
+            if info.path == "root/a" {
+                seen.push((info.state, info.last_failure.is_some(), info.generation));
+            }
+        }
+        // First the failure with the state it leads to, then the new instance.
+        assert_eq!(seen.first(), Some(&(ChildState::Restarting, true, 1)), "{seen:?}");
+        assert_eq!(seen.last(), Some(&(ChildState::Running, true, 2)), "{seen:?}");
+        assert!(
+            !seen
+                .iter()
+                .any(|(state, failed, generation)| *state == ChildState::Running && *failed && *generation == 1),
+            "{seen:?}"
+        );
+    });
+}
