@@ -9,7 +9,7 @@ mod cluster;
 
 use std::time::Duration;
 
-use actlet::cri::mock::{Behaviour, MockRuntime};
+use actlet::cri::mock::{Behaviour, MockRuntime, OnTerm};
 use apiserver::TestApiServer;
 use cluster::{NODE, bound_pod, eventually, run, start_node};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -204,14 +204,20 @@ fn a_static_pod_gets_a_mirror_pod_with_its_status_and_the_mirror_follows_it() {
         let server = TestApiServer::start();
         let store = server.store();
         let manifests = tempfile::TempDir::new().unwrap_or_else(|e| panic!("{e}"));
-        let manifest = |image: &str| {
+        let manifest = |seconds: u32| {
             format!(
-                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-web\nspec:\n  containers:\n  - name: app\n    image: {image}\n    command: [sleep, '3600']\n"
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-web\nspec:\n  terminationGracePeriodSeconds: 10\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sleep, '{seconds}']\n"
             )
         };
-        std::fs::write(manifests.path().join("web.yaml"), manifest("busybox:1.36")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(manifests.path().join("web.yaml"), manifest(3600)).unwrap_or_else(|e| panic!("{e}"));
         let path = manifests.path().to_path_buf();
-        let node = start_node(&server, mock(), move |b| fast(b).static_pod_path(path)).await;
+        let slow_stop = MockRuntime::builder()
+            .script(
+                "app",
+                Behaviour::run_forever().on_sigterm(OnTerm::ExitAfter(Duration::from_secs(6), 0)),
+            )
+            .build();
+        let node = start_node(&server, slow_stop, move |b| fast(b).static_pod_path(path)).await;
         let name = format!("static-web-{NODE}");
         let mirror = eventually("mirror pod Running in the API", T, || {
             let p = store.pod("default", &name)?;
@@ -238,7 +244,7 @@ fn a_static_pod_gets_a_mirror_pod_with_its_status_and_the_mirror_follows_it() {
         .await;
 
         // Manifest changed → the mirror is replaced with the new hash.
-        std::fs::write(manifests.path().join("web.yaml"), manifest("busybox:latest")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(manifests.path().join("web.yaml"), manifest(7200)).unwrap_or_else(|e| panic!("{e}"));
         eventually("mirror with the new hash", T, || {
             let p = store.pod("default", &name)?;
             let h = p.metadata.annotations?.get("kubernetes.io/config.mirror")?.clone();
@@ -246,12 +252,35 @@ fn a_static_pod_gets_a_mirror_pod_with_its_status_and_the_mirror_follows_it() {
         })
         .await;
 
-        // Manifest removed → the mirror is deleted.
+        eventually("the new static pod running", T, || {
+            (node.kubelet.phase_of_named("default", &name).as_deref() == Some("Running")).then_some(())
+        })
+        .await;
+        let stops = node.mock.calls_to("StopContainer").len();
+
+        // Manifest removed → the mirror is deleted once the static pod has
+        // stopped (its container takes 6 s to exit after SIGTERM), not before.
         std::fs::remove_file(manifests.path().join("web.yaml")).unwrap_or_else(|e| panic!("{e}"));
+        eventually("the static pod being stopped", T, || {
+            (node.mock.calls_to("StopContainer").len() > stops).then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(3)).await; // > one mirror-pod pass (2 s)
+        let running = |n: &cluster::ClusterNode| {
+            n.mock
+                .find_container(&name, "app")
+                .is_some_and(|c| c.status.state == actlet::cri::v1::ContainerState::ContainerRunning as i32)
+        };
+        assert!(running(&node), "still terminating");
+        assert!(
+            store.pod("default", &name).is_some(),
+            "the mirror stays while its static pod terminates"
+        );
         eventually("mirror deleted", T, || {
             store.pod("default", &name).is_none().then_some(())
         })
         .await;
+        assert!(!running(&node), "deleted only after the container stopped");
         node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
     });
 }

@@ -110,6 +110,7 @@ pub(super) fn late(
     events: &EventRecorder,
     pod_config: SupervisedRecipient<SourceSnapshot>,
     pods: &PodManager,
+    cache: &PodCache,
     mirror_pods: &MirrorPods,
 ) -> Vec<AnyChildSpec> {
     let deps = NodeDeps {
@@ -137,12 +138,13 @@ pub(super) fn late(
     };
     let lease = LeaseDeps::new(client.clone(), config.node_name.clone(), node.handle);
     let (c, name, mirrors) = (client.clone(), config.node_name.clone(), mirror_pods.clone());
-    let mirror = MirrorPodDeps::new(
+    let mut mirror = MirrorPodDeps::new(
         client.clone(),
         config.node_name.clone(),
         pods.clone(),
         mirror_pods.clone(),
     );
+    mirror.runtime = cache.clone();
     vec![
         ChildSpec::new("node", move || NodeActor::new(deps.clone())).into(),
         ChildSpec::new("node-lease", move || LeaseActor::new(lease.clone())).into(),

@@ -811,6 +811,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
                 &events,
                 pc_ref.recipient(),
                 &pods,
+                &cache,
                 &mirror_pods,
             );
             for spec in children {

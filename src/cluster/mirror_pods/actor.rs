@@ -14,6 +14,8 @@ use tokio::time::Instant;
 use super::api::{Created, MirrorError, create_mirror, delete_mirror, node_uid};
 use super::logic::{MirrorAction, plan, static_pod_hash};
 use crate::cluster::mirror_index::{MirrorPods, full_name};
+use crate::cluster::status_sync::logic::could_have_running_containers;
+use crate::pleg::PodCache;
 use crate::pod_manager::PodManager;
 
 /// What the mirror pod manager needs. Build with [`MirrorPodDeps::new`].
@@ -34,6 +36,9 @@ pub struct MirrorPodDeps {
     /// AlreadyExists and counts as done), and how long a deleted one is
     /// ignored while the watch may still report it.
     pub pending_ttl: Duration,
+    /// The runtime's pods: an orphan mirror pod is kept while the static pod
+    /// it mirrors may still have running containers.
+    pub runtime: PodCache,
 }
 
 impl fmt::Debug for MirrorPodDeps {
@@ -57,6 +62,7 @@ impl MirrorPodDeps {
             mirrors,
             interval: Duration::from_secs(2),
             pending_ttl: Duration::from_secs(5),
+            runtime: PodCache::new(),
         }
     }
 }
@@ -176,7 +182,20 @@ impl MirrorPodManager {
             .retain(|name, at| !seen.contains(name) && now.duration_since(*at) < ttl);
         let pending: HashSet<String> = self.pending.keys().cloned().collect();
         let deleted: HashSet<String> = self.deleted.keys().cloned().collect();
-        for action in plan(&hashes, &mirrors, &pending, &deleted) {
+        // Pods of these full names may still run (a static pod being killed):
+        // their orphaned mirror pods wait (upstream checks by full name too).
+        let terminating: HashSet<String> = self
+            .deps
+            .runtime
+            .statuses()
+            .iter()
+            .filter(|st| {
+                let entry = self.deps.runtime.get(&st.uid);
+                could_have_running_containers(entry.as_ref())
+            })
+            .map(|st| format!("{}/{}", st.namespace, st.name))
+            .collect();
+        for action in plan(&hashes, &mirrors, &pending, &deleted, &terminating) {
             let name = action.full_name().to_string();
             if !self.in_flight.insert(name.clone()) {
                 continue;

@@ -65,12 +65,16 @@ impl MirrorAction {
 /// up-to-date mirror pod: a missing mirror is created unless a creation is
 /// `pending` (awaiting the watch); an outdated one (other hash) or one being
 /// deleted is deleted and recreated; a mirror pod of no static pod (an
-/// orphan) is deleted. Mirrors whose UID is in `deleted` are already gone.
+/// orphan) is deleted — unless a pod of its full name may still be running
+/// (`terminating`: a static pod being killed), as upstream waits for
+/// `IsPodForMirrorPodTerminatingByFullName`. Mirrors whose UID is in `deleted`
+/// are already gone.
 pub fn plan(
     statics: &BTreeMap<String, String>,
     mirrors: &[Arc<Pod>],
     pending: &HashSet<String>,
     deleted: &HashSet<String>,
+    terminating: &HashSet<String>,
 ) -> Vec<MirrorAction> {
     let mut actions = Vec::new();
     let mut mirrored = HashSet::new();
@@ -81,6 +85,7 @@ pub fn plan(
         }
         let name = full_name(m);
         match statics.get(&name) {
+            None if terminating.contains(&name) => {}
             None => actions.push(MirrorAction::Delete {
                 full_name: name,
                 uid,

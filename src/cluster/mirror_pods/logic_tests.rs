@@ -28,19 +28,19 @@ fn none() -> HashSet<String> {
 fn a_missing_mirror_is_created_unless_pending() {
     let s = statics(&[("etcd", "h1")]);
     assert_eq!(
-        plan(&s, &[], &none(), &none()),
+        plan(&s, &[], &none(), &none(), &none()),
         vec![MirrorAction::Create {
             full_name: "kube-system/etcd".into()
         }]
     );
     let pending: HashSet<String> = ["kube-system/etcd".to_string()].into();
-    assert!(plan(&s, &[], &pending, &none()).is_empty());
+    assert!(plan(&s, &[], &pending, &none(), &none()).is_empty());
 }
 
 #[test]
 fn an_up_to_date_mirror_is_left_alone() {
     let s = statics(&[("etcd", "h1")]);
-    assert!(plan(&s, &[mirror("etcd", "m1", "h1")], &none(), &none()).is_empty());
+    assert!(plan(&s, &[mirror("etcd", "m1", "h1")], &none(), &none(), &none()).is_empty());
 }
 
 #[test]
@@ -51,17 +51,20 @@ fn outdated_or_deleting_mirrors_are_recreated() {
         uid: "m1".into(),
         recreate: true,
     }];
-    assert_eq!(plan(&s, &[mirror("etcd", "m1", "h1")], &none(), &none()), recreate);
+    assert_eq!(
+        plan(&s, &[mirror("etcd", "m1", "h1")], &none(), &none(), &none()),
+        recreate
+    );
     let mut deleting = Pod::clone(&mirror("etcd", "m1", "h2"));
     deleting.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
-    assert_eq!(plan(&s, &[Arc::new(deleting)], &none(), &none()), recreate);
+    assert_eq!(plan(&s, &[Arc::new(deleting)], &none(), &none(), &none()), recreate);
 }
 
 #[test]
 fn orphans_are_deleted_and_already_deleted_mirrors_ignored() {
     let s = statics(&[]);
     assert_eq!(
-        plan(&s, &[mirror("old", "m1", "h1")], &none(), &none()),
+        plan(&s, &[mirror("old", "m1", "h1")], &none(), &none(), &none()),
         vec![MirrorAction::Delete {
             full_name: "kube-system/old".into(),
             uid: "m1".into(),
@@ -69,11 +72,11 @@ fn orphans_are_deleted_and_already_deleted_mirrors_ignored() {
         }]
     );
     let deleted: HashSet<String> = ["m1".to_string()].into();
-    assert!(plan(&s, &[mirror("old", "m1", "h1")], &none(), &deleted).is_empty());
+    assert!(plan(&s, &[mirror("old", "m1", "h1")], &none(), &deleted, &none()).is_empty());
     // A deleted outdated mirror still being reported: create the new one.
     let s = statics(&[("old", "h2")]);
     assert_eq!(
-        plan(&s, &[mirror("old", "m1", "h1")], &none(), &deleted),
+        plan(&s, &[mirror("old", "m1", "h1")], &none(), &deleted, &none()),
         vec![MirrorAction::Create {
             full_name: "kube-system/old".into()
         }]
@@ -111,4 +114,16 @@ fn the_hash_falls_back_to_the_uid() {
     let mut p = Pod::default();
     p.metadata.uid = Some("u1".into());
     assert_eq!(static_pod_hash(&p), "u1");
+}
+
+#[test]
+fn an_orphan_waits_while_its_static_pod_is_still_terminating() {
+    let s = statics(&[]);
+    let terminating: HashSet<String> = ["kube-system/old".to_string()].into();
+    assert!(plan(&s, &[mirror("old", "m1", "h1")], &none(), &none(), &terminating).is_empty());
+    let other: HashSet<String> = ["kube-system/other".to_string()].into();
+    assert_eq!(
+        plan(&s, &[mirror("old", "m1", "h1")], &none(), &none(), &other).len(),
+        1
+    );
 }
