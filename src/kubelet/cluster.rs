@@ -100,6 +100,7 @@ pub(super) struct NodeInputs {
     pub started: tokio::time::Instant,
     pub observers: Vec<SupervisedRecipient<NodeConditionChanged>>,
     pub handle: NodeHandle,
+    pub events: EventRecorder,
 }
 
 /// Node, lease, API source and mirror pods (cluster mode).
@@ -107,7 +108,6 @@ pub(super) fn late(
     client: &Client,
     config: &KubeletConfig,
     node: NodeInputs,
-    events: &EventRecorder,
     pod_config: SupervisedRecipient<SourceSnapshot>,
     pods: &PodManager,
     cache: &PodCache,
@@ -128,7 +128,7 @@ pub(super) fn late(
         runtime_health: node.runtime_health,
         pleg_health: node.pleg_health,
         started: node.started,
-        events: events.clone(),
+        events: node.events,
         observers: node.observers,
         kubelet_port: KUBELET_PORT,
         update_frequency: config.node_status_update_frequency,

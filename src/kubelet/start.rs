@@ -801,6 +801,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         started,
         observers: ext.node_observers.clone(),
         handle: node_handle.clone(),
+        events: events.clone(),
     };
     match &ext.api_client {
         Some(client) => {
@@ -808,7 +809,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
                 client,
                 &config,
                 node_inputs,
-                &events,
                 pc_ref.recipient(),
                 &pods,
                 &cache,
