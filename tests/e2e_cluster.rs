@@ -17,7 +17,8 @@
 //! Scenario: the Node is registered and Ready with the hostname/os/arch
 //! labels; its Lease in `kube-node-lease` is owned by the Node and renewed; a
 //! pod bound to the node runs and its status reaches the API (phase, Ready,
-//! containerStatuses, podIP, hostIP); deleting it with a grace period kills it
+//! containerStatuses, podIP, hostIP) and so do its Created/Started events;
+//! deleting it with a grace period kills it
 //! and the pod object disappears. Everything started is stopped (by PID) and
 //! the Node is deleted at the end.
 
@@ -31,9 +32,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use tempfile::TempDir;
 
 use apiserver::{Identity, TestApiServer};
@@ -198,6 +199,21 @@ async fn scenario(admin: kube::Client, node_kubeconfig: PathBuf, node: String, d
         "{cs:?}"
     );
     assert_eq!(running.host_ip.as_deref(), Some("10.0.0.1"));
+    // The kubelet's events about the pod reached the API (core/v1, from "kubelet" on the node).
+    let events: Api<Event> = Api::namespaced(admin.clone(), "default");
+    let reasons = poll("the pod's Created and Started events", dir, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        let reasons: Vec<String> = list
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
+            .filter(|e| e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("kubelet"))
+            .filter_map(|e| e.reason)
+            .collect();
+        (reasons.iter().any(|r| r == "Created") && reasons.iter().any(|r| r == "Started")).then_some(reasons)
+    })
+    .await;
+    assert!(!reasons.iter().any(|r| r == "Failed"), "{reasons:?}");
 
     pods.delete(&name, &DeleteParams::default().grace_period(2))
         .await
