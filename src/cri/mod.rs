@@ -14,7 +14,7 @@ pub mod client;
 pub mod conformance;
 mod error;
 pub mod mock;
-mod runtime;
+pub(crate) mod runtime;
 pub mod server;
 
 pub use client::CriClient;

@@ -6,9 +6,13 @@
 
 mod cluster;
 mod config;
+mod extensions;
+mod handle;
 mod node_facts;
 mod start;
 
 pub use config::{ConfigError, KubeletConfig, WallClock};
+pub use extensions::{Extensions, SourceSpecFactory};
+pub use handle::Kubelet;
 pub use node_facts::{MachineInfo, NodeFacts, detect_node_ip};
-pub use start::{Extensions, Kubelet, SourceSpecFactory, StartError, go_arch, start, start_with};
+pub use start::{StartError, go_arch, start, start_with};

@@ -158,7 +158,10 @@ impl<R: Runtime> HookedRuntime<R> {
 }
 
 macro_rules! hooked {
-    ($(($name:ident, $grpc:literal, $req:ident, $resp:ident)),* $(,)?) => {
+    (runtime { $($runtime:tt)* } image { $($image:tt)* }) => {
+        hooked!(@impl $($runtime)* $($image)*);
+    };
+    (@impl $(($name:ident, $grpc:literal, $req:ident, $resp:ident)),* $(,)?) => {
         #[async_trait::async_trait]
         impl<R: Runtime> Runtime for HookedRuntime<R> {
             $(
@@ -171,28 +174,5 @@ macro_rules! hooked {
     };
 }
 
-hooked! {
-    (version, "Version", VersionRequest, VersionResponse),
-    (run_pod_sandbox, "RunPodSandbox", RunPodSandboxRequest, RunPodSandboxResponse),
-    (stop_pod_sandbox, "StopPodSandbox", StopPodSandboxRequest, StopPodSandboxResponse),
-    (remove_pod_sandbox, "RemovePodSandbox", RemovePodSandboxRequest, RemovePodSandboxResponse),
-    (pod_sandbox_status, "PodSandboxStatus", PodSandboxStatusRequest, PodSandboxStatusResponse),
-    (list_pod_sandbox, "ListPodSandbox", ListPodSandboxRequest, ListPodSandboxResponse),
-    (create_container, "CreateContainer", CreateContainerRequest, CreateContainerResponse),
-    (start_container, "StartContainer", StartContainerRequest, StartContainerResponse),
-    (stop_container, "StopContainer", StopContainerRequest, StopContainerResponse),
-    (remove_container, "RemoveContainer", RemoveContainerRequest, RemoveContainerResponse),
-    (list_containers, "ListContainers", ListContainersRequest, ListContainersResponse),
-    (container_status, "ContainerStatus", ContainerStatusRequest, ContainerStatusResponse),
-    (update_container_resources, "UpdateContainerResources", UpdateContainerResourcesRequest, UpdateContainerResourcesResponse),
-    (reopen_container_log, "ReopenContainerLog", ReopenContainerLogRequest, ReopenContainerLogResponse),
-    (exec_sync, "ExecSync", ExecSyncRequest, ExecSyncResponse),
-    (container_stats, "ContainerStats", ContainerStatsRequest, ContainerStatsResponse),
-    (list_container_stats, "ListContainerStats", ListContainerStatsRequest, ListContainerStatsResponse),
-    (status, "Status", StatusRequest, StatusResponse),
-    (list_images, "ListImages", ListImagesRequest, ListImagesResponse),
-    (image_status, "ImageStatus", ImageStatusRequest, ImageStatusResponse),
-    (pull_image, "PullImage", PullImageRequest, PullImageResponse),
-    (remove_image, "RemoveImage", RemoveImageRequest, RemoveImageResponse),
-    (image_fs_info, "ImageFsInfo", ImageFsInfoRequest, ImageFsInfoResponse),
-}
+// Every call of the one CRI table in `cri::runtime`.
+crate::cri::runtime::cri_calls!(hooked);
