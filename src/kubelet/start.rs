@@ -33,7 +33,9 @@ use super::config::KubeletConfig;
 use super::extensions::Extensions;
 use super::handle::Kubelet;
 use super::node_facts::{NodeFacts, detect_node_ip};
-use crate::actors::supervisor::{ChildRef, ChildSpec, RestartPolicy, Strategy, SupervisedRecipient, SupervisorSpec};
+use crate::actors::supervisor::{
+    ChildRef, ChildSpec, Criticality, RestartBackoff, RestartPolicy, Strategy, SupervisedRecipient, SupervisorSpec,
+};
 use crate::admission::NodeAllocatable;
 use crate::cluster::node::status::HARD_EVICTION_MEMORY;
 use crate::cluster::{MirrorPods, NodeHandle};
@@ -84,6 +86,15 @@ pub enum StartError {
     #[error(transparent)]
     HttpSource(#[from] HttpSourceError),
 }
+
+/// HTTP servers are not critical: one that cannot listen (port taken) is
+/// retried every 5 s, as upstream retries its listeners, while pods keep
+/// being managed.
+pub const SERVER_RETRY: RestartBackoff = RestartBackoff {
+    initial: Duration::from_secs(5),
+    max: Duration::from_secs(5),
+    reset_after: Duration::from_secs(60),
+};
 
 /// Status-manager mailbox slots per allowed pod.
 const STATUS_MAILBOX_PER_POD: usize = 4;
@@ -430,14 +441,20 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             ChildSpec::new("healthz", move || {
                 HttpServer::new("healthz", addr, Routes::Healthz, st.clone(), b.clone())
             })
-            .restart(RestartPolicy::Permanent),
+            .restart(RestartPolicy::Permanent)
+            .criticality(Criticality::NonCritical)
+            .backoff(SERVER_RETRY),
         );
     }
     if let Some(addr) = config.read_only_addr {
         let (st, b) = (state.clone(), read_only_addrs.clone());
-        root = root.child(ChildSpec::new("read-only", move || {
-            HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone())
-        }));
+        root = root.child(
+            ChildSpec::new("read-only", move || {
+                HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone())
+            })
+            .criticality(Criticality::NonCritical)
+            .backoff(SERVER_RETRY),
+        );
     }
     let root = root.start_root();
     tracing::info!(node = %config.node_name, sources = ?expected.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");

@@ -180,6 +180,7 @@
 //! `root` (root handle and failure hook), `shutdown` (signals).
 
 mod actor;
+mod backoff;
 mod child_ref;
 mod engine;
 mod exit;
@@ -196,6 +197,7 @@ mod tree;
 mod tests;
 
 pub use actor::{SUPERVISOR_SHUTDOWN_TIMEOUT, Supervisor, SupervisorSpec};
+pub use backoff::{Criticality, RestartBackoff};
 pub use child_ref::{ChildRef, SendError, SupervisedRecipient, TrySendError};
 pub use exit::{ExitReason, fail};
 pub use messages::{GetTree, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
