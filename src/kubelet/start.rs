@@ -41,6 +41,7 @@ use crate::cluster::node::status::HARD_EVICTION_MEMORY;
 use crate::cluster::{MirrorPods, NodeHandle};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
+    PodConfigState,
 };
 use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
@@ -50,13 +51,13 @@ use crate::messages::pod_update::PodSource;
 use crate::messages::pod_work::SyncFinished;
 use crate::pleg::{Pleg, PlegHealthHandle, PodCache};
 use crate::pod_manager::PodManager;
-use crate::pod_workers::{PodWorkers, WorkerDeps};
+use crate::pod_workers::{PodSyncStatuses, PodWorkers, WorkerDeps};
 use crate::runtime_health::RuntimeHealth;
 use crate::server::actor::Routes;
 use crate::server::routes::sync_loop_threshold;
 use crate::server::{HealthState, HttpServer, ServerAddrs, ServerState};
 use crate::status::{StatusCache, StatusManager};
-use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat};
+use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat, SyncLoopState};
 
 /// The system could not be started.
 ///
@@ -283,12 +284,21 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let (mc, scl) = (me_cell.clone(), sync_cell.clone());
+    // Per-pod lifecycle records: owned by nobody that can crash.
+    let pod_sync_statuses = PodSyncStatuses::default();
+    let pss = pod_sync_statuses.clone();
     let workers = ChildSpec::new("pod-workers-manager", move || {
         let me = mc
             .get()
             .cloned()
             .unwrap_or_else(|| SupervisedRecipient::from_fn(|_| {}));
-        PodWorkers::new(deps.clone(), workers_sup_ref.clone(), me, scl.get().cloned())
+        PodWorkers::new(
+            deps.clone(),
+            workers_sup_ref.clone(),
+            me,
+            scl.get().cloned(),
+            pss.clone(),
+        )
     })
     .mailbox_capacity(16 * 1024);
     let workers_ref = workers.child_ref();
@@ -305,9 +315,11 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     );
     let allocatable = node_allocatable(&config, &facts);
     let st = statuses.clone();
+    let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
+            .with_state(sync_state.clone(), pss.clone())
     })
     .mailbox_capacity(16 * 1024);
     let sync_ref = sync_loop.child_ref();
@@ -343,8 +355,11 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let exp = expected.clone();
     let manifest_errors = ManifestErrors::default();
     let me = manifest_errors.clone();
+    let merge_state = PodConfigState::default();
     let pod_config = ChildSpec::new("pod-config", move || {
-        PodConfig::new(exp.clone(), updates.clone(), ready.clone()).with_published_errors(me.clone())
+        PodConfig::new(exp.clone(), updates.clone(), ready.clone())
+            .with_published_errors(me.clone())
+            .with_state(merge_state.clone())
     });
     let pc_ref = pod_config.child_ref();
 
@@ -472,5 +487,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         mirror_pods,
         events,
         node: node_handle,
+        pod_sync_statuses,
     })
 }

@@ -36,6 +36,7 @@ pub(crate) fn deadline_in(d: Duration) -> Instant {
 pub(crate) enum Command {
     Start(Arc<dyn ErasedSpec>, oneshot::Sender<Result<String, SupervisorError>>),
     Stop(String, oneshot::Sender<Result<ExitReason, SupervisorError>>),
+    Kill(String, oneshot::Sender<Result<(), SupervisorError>>),
     Shutdown {
         deadline: Instant,
         reply: Option<oneshot::Sender<Result<ShutdownReport, SupervisorError>>>,
@@ -152,6 +153,9 @@ impl Engine {
                 }
                 Event::Command(Some(Command::Stop(name, reply))) => {
                     let _ = reply.send(self.stop_by_name(&name).await);
+                }
+                Event::Command(Some(Command::Kill(name, reply))) => {
+                    let _ = reply.send(self.kill_by_name(&name));
                 }
                 Event::Command(Some(Command::Shutdown { deadline, reply })) => {
                     let report = self.terminate_all(deadline).await;
@@ -530,6 +534,22 @@ impl Engine {
                 Err(SupervisorError::StartFailed { name, reason })
             }
         }
+    }
+
+    /// Drops the running instance of `name`; its exit is handled as any failure.
+    fn kill_by_name(&mut self, name: &str) -> Result<(), SupervisorError> {
+        let child = self
+            .children
+            .iter_mut()
+            .find(|c| c.spec.name() == name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_owned()))?;
+        let control = child
+            .control
+            .as_mut()
+            .ok_or_else(|| SupervisorError::NotRunning(name.to_owned()))?;
+        tracing::warn!(supervisor = %self.path, child = %child.path, "killing child (fault injection)");
+        control.kill();
+        Ok(())
     }
 
     async fn stop_by_name(&mut self, name: &str) -> Result<ExitReason, SupervisorError> {
