@@ -316,10 +316,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let allocatable = node_allocatable(&config, &facts);
     let st = statuses.clone();
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
+    let forget = status_ref.recipient();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
             .with_state(sync_state.clone(), pss.clone())
+            .with_status_forgetting(forget.clone())
     })
     .mailbox_capacity(16 * 1024);
     let sync_ref = sync_loop.child_ref();

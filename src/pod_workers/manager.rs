@@ -242,6 +242,8 @@ impl Handler<ForgetWorkers> for PodWorkers {
         for uid in &msg.0 {
             self.forget(uid);
         }
+        // Restart backoffs of containers nobody will restart again.
+        self.deps.runtime.gc_backoffs();
     }
 }
 

@@ -39,6 +39,7 @@ use crate::messages::pod_update::{PodUpdate, SourcesReady};
 use crate::messages::pod_work::{KillOptions, KillStatus, SyncFinished, UpdatePod, UpdateType, WorkerState};
 use crate::messages::probe::{ProbeKind, ProbeOutcome, ProbeResult};
 use crate::messages::runtime_health::RuntimeHealthChanged;
+use crate::messages::status::ForgetPodStatus;
 use crate::pleg::PodCache;
 use crate::pod_manager::{PodManager, pod_uid};
 use crate::pod_workers::{ForgetWorkers, PodSyncStatuses, PodWorkers};
@@ -100,6 +101,7 @@ pub struct SyncLoop {
     state: SyncLoopState,
     usage: Usage,
     statuses: PodSyncStatuses,
+    forget_status: Option<SupervisedRecipient<ForgetPodStatus>>,
     config: SyncLoopConfig,
     pods: PodManager,
     cache: PodCache,
@@ -126,6 +128,7 @@ impl SyncLoop {
             state: SyncLoopState::default(),
             usage: Usage::default(),
             statuses: PodSyncStatuses::default(),
+            forget_status: None,
             config,
             pods,
             cache,
@@ -144,6 +147,14 @@ impl SyncLoop {
         self.usage = Usage::of(state.lock().admitted.values().map(|p| p.as_ref()));
         self.state = state;
         self.statuses = statuses;
+        self
+    }
+
+    /// Tells `status_manager` to forget the statuses of pods housekeeping
+    /// forgets (upstream `RemoveOrphanedStatuses`), so the status cache,
+    /// store and syncer hold only pods the node still knows.
+    pub fn with_status_forgetting(mut self, status_manager: SupervisedRecipient<ForgetPodStatus>) -> Self {
+        self.forget_status = Some(status_manager);
         self
     }
 
@@ -302,6 +313,11 @@ impl SyncLoop {
             for uid in &plan.forget {
                 self.queue.remove(uid);
                 self.cache.delete(uid);
+                if let Some(sm) = &self.forget_status
+                    && let Err(e) = sm.do_send(ForgetPodStatus { uid: uid.clone() })
+                {
+                    tracing::warn!(pod_uid = %uid, error = %e, "cannot tell the status manager to forget a pod; the next housekeeping retries");
+                }
             }
             let _ = self.workers.do_send(ForgetWorkers(plan.forget));
         }
