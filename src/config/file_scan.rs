@@ -142,7 +142,15 @@ mod tests {
 
     #[test]
     fn manifest_names() {
-        for name in ["a.yaml", "b.yml", "c.json", "a.txt", "a", "a.yaml~", "kube-apiserver.manifest"] {
+        for name in [
+            "a.yaml",
+            "b.yml",
+            "c.json",
+            "a.txt",
+            "a",
+            "a.yaml~",
+            "kube-apiserver.manifest",
+        ] {
             assert!(is_manifest_name(name), "{name}");
         }
         for name in ["..yaml", ".a.yaml", ".a.yaml.swp", ".", ""] {

@@ -162,6 +162,20 @@ impl CriClient {
         self.timeout
     }
 
+    /// A call's error; one that means the runtime cannot be reached names
+    /// the socket, so "runtime down" logs say where actlet looked.
+    fn error(&self, method: &'static str, status: tonic::Status) -> CriError {
+        let mut err = CriError::from_status(method, status);
+        if err.is_unavailable() {
+            err.message = format!(
+                "container runtime unreachable at unix://{}: {}",
+                self.socket.display(),
+                err.message
+            );
+        }
+        err
+    }
+
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
         self.request_with(msg, Deadline::Timeout)
     }
@@ -238,7 +252,7 @@ macro_rules! client_impl {
                     let req = client_impl!(@request self, $name, req);
                     let mut client = self.runtime.clone();
                     client.$name(req).await.map(tonic::Response::into_inner)
-                        .map_err(|s| CriError::from_status($grpc, s))
+                        .map_err(|s| self.error($grpc, s))
                 }
             )*
             $(
@@ -246,7 +260,7 @@ macro_rules! client_impl {
                     let req = client_impl!(@request self, $iname, req);
                     let mut client = self.image.clone();
                     client.$iname(req).await.map(tonic::Response::into_inner)
-                        .map_err(|s| CriError::from_status($igrpc, s))
+                        .map_err(|s| self.error($igrpc, s))
                 }
             )*
         }
@@ -300,5 +314,6 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.method, "Version");
         assert!(err.is_unavailable(), "{err}");
+        assert!(err.message.contains("none.sock"), "names the endpoint: {err}");
     }
 }
