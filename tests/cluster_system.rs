@@ -19,9 +19,8 @@ mod envtest;
 use std::time::Duration;
 
 use actlet::cri::mock::{Behaviour, MockRuntime, OnTerm};
-use apiserver::TestApiServer;
 use backend::Backend;
-use cluster::{NODE, bound_pod, eventually, run, start_node};
+use cluster::{NODE, bound_pod, eventually, run};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 const T: Duration = Duration::from_secs(30);
@@ -182,49 +181,64 @@ fn a_bound_pod_runs_its_status_reaches_the_api_and_graceful_deletion_finalises_i
     });
 }
 
-#[test]
-fn statuses_written_while_the_apiserver_is_down_converge_when_it_returns() {
-    run(|| async {
-        let server = TestApiServer::start();
-        let store = server.store();
-        let mock = MockRuntime::builder()
-            .script("app", Behaviour::exit_after(Duration::from_secs(2), 0))
-            .build();
-        let node = start_node(&server, mock, fast).await;
-        let mut job = bound_pod("job", "true");
-        job["spec"]["restartPolicy"] = "Never".into();
-        store.create("pods", "default", &job).unwrap_or_else(|e| panic!("{e}"));
-        eventually("Running in the API", T, || {
-            (store.pod("default", "job")?.status?.phase.as_deref() == Some("Running")).then_some(())
-        })
-        .await;
-        server.set_down(true);
-        eventually("Succeeded locally while the API server is down", T, || {
-            (node.kubelet.phase_of_named("default", "job").as_deref() == Some("Succeeded")).then_some(())
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
+async fn apiserver_down_scenario(b: Backend) {
+    let mock = MockRuntime::builder()
+        .script("app", Behaviour::exit_after(Duration::from_secs(2), 0))
+        .build();
+    let node = b.start_node(mock, fast).await;
+    let mut job = bound_pod("job", "true");
+    job["spec"]["restartPolicy"] = "Never".into();
+    b.create_pod(&job).await;
+    backend::eventually("Running in the API", T, || async {
+        (b.pod("job").await?.status?.phase.as_deref() == Some("Running")).then_some(())
+    })
+    .await;
+    b.set_down(true).await;
+    eventually("Succeeded locally while the API server is down", T, || {
+        (node.kubelet.phase_of_named("default", "job").as_deref() == Some("Succeeded")).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    if let Some(server) = b.fake() {
         assert_eq!(
-            store.pod("default", "job").and_then(|p| p.status?.phase).as_deref(),
+            server
+                .store()
+                .pod("default", "job")
+                .and_then(|p| p.status?.phase)
+                .as_deref(),
             Some("Running"),
             "nothing could be written"
         );
-        server.set_down(false);
-        let p = eventually("Succeeded in the API", T, || {
-            let p = store.pod("default", "job")?;
-            (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(p)
-        })
-        .await;
-        let term = p
-            .status
-            .and_then(|s| s.container_statuses)
-            .and_then(|cs| cs.into_iter().next())
-            .and_then(|c| c.state)
-            .and_then(|s| s.terminated)
-            .unwrap_or_else(|| panic!("container not terminated in the API"));
-        assert_eq!(term.exit_code, 0);
-        assert_eq!(term.reason.as_deref(), Some("Completed"));
-        node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+    }
+    b.set_down(false).await;
+    let p = backend::eventually("Succeeded in the API", T, || async {
+        let p = b.pod("job").await?;
+        (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(p)
+    })
+    .await;
+    let term = p
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|cs| cs.into_iter().next())
+        .and_then(|c| c.state)
+        .and_then(|s| s.terminated)
+        .unwrap_or_else(|| panic!("container not terminated in the API"));
+    assert_eq!(term.exit_code, 0);
+    assert_eq!(term.reason.as_deref(), Some("Completed"));
+    node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+}
+
+#[test]
+fn statuses_written_while_the_apiserver_is_down_converge_when_it_returns() {
+    run(|| async { apiserver_down_scenario(Backend::test_apiserver().await).await });
+}
+
+#[test]
+fn statuses_written_while_the_apiserver_is_down_converge_when_it_returns_on_envtest() {
+    run(|| async {
+        if let Some(b) = Backend::real().await {
+            apiserver_down_scenario(b).await;
+        }
     });
 }
 

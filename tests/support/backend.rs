@@ -71,6 +71,17 @@ impl Backend {
         self.real.as_ref()
     }
 
+    /// Takes the API server away (`true`: connections refused) or brings it back; the
+    /// real one is killed and started again on the same port and etcd.
+    pub async fn set_down(&self, down: bool) {
+        match (&self.fake, &self.real, down) {
+            (Some(server), _, _) => server.set_down(down),
+            (_, Some(env), true) => env.stop_apiserver(),
+            (_, Some(env), false) => env.start_apiserver().await,
+            _ => unreachable!("a backend has a server"),
+        }
+    }
+
     /// A client as `system:node:<NODE>`.
     pub async fn node_client(&self) -> kube::Client {
         match (&self.fake, &self.real) {

@@ -27,7 +27,9 @@
 //!
 //! When `KUBEBUILDER_ASSETS` is unset, [`EnvTestBuilder::start`] prints a loud `SKIPPED`
 //! line and returns `None` (the test then passes); when it is set but the server does not
-//! come up, the test fails with the logs' tails. Both processes are killed by PID when the
+//! come up, the test fails with the logs' tails. [`EnvTest::stop_apiserver`] and
+//! [`EnvTest::start_apiserver`] take the API server away and bring it back (same port,
+//! same etcd). Both processes are killed by PID when the
 //! [`EnvTest`] is dropped (also while a panicking test unwinds) and die with the thread
 //! that started them (`PR_SET_PDEATHSIG`) if the test process is killed; the temp dir is
 //! removed with them.
@@ -41,6 +43,7 @@ use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -69,8 +72,10 @@ pub struct EnvTest {
     /// `https://127.0.0.1:<port>`.
     pub url: String,
     pki: Pki,
-    apiserver: Option<Child>,
-    etcd: Option<Child>,
+    apiserver: Mutex<Option<Child>>,
+    etcd: Mutex<Option<Child>>,
+    /// The kube-apiserver binary and its flags, to start it again.
+    apiserver_cmd: (PathBuf, Vec<String>),
     dir: Option<TempDir>,
 }
 
@@ -104,9 +109,13 @@ fn log_tail(path: &Path, lines: usize) -> String {
     tail.into_iter().rev().collect::<Vec<_>>().join("\n")
 }
 
-/// Spawns `bin` with `args`, output to `log`, dying with the spawning thread.
+/// Spawns `bin` with `args`, output appended to `log`, dying with the spawning thread.
 fn spawn(bin: &Path, args: &[String], log: &Path) -> Child {
-    let out = std::fs::File::create(log).unwrap_or_else(|e| panic!("create {}: {e}", log.display()));
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap_or_else(|e| panic!("open {}: {e}", log.display()));
     let err = out.try_clone().unwrap_or_else(|e| panic!("{}: {e}", log.display()));
     let mut cmd = Command::new(bin);
     cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
@@ -119,8 +128,8 @@ fn spawn(bin: &Path, args: &[String], log: &Path) -> Child {
     cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()))
 }
 
-fn kill(child: &mut Option<Child>) {
-    if let Some(mut c) = child.take() {
+fn kill(child: &Mutex<Option<Child>>) {
+    if let Some(mut c) = child.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = c.kill();
         let _ = c.wait();
     }
@@ -194,8 +203,9 @@ impl EnvTestBuilder {
         let mut env = EnvTest {
             url: String::new(),
             pki,
-            apiserver: None,
-            etcd: None,
+            apiserver: Mutex::new(None),
+            etcd: Mutex::new(None),
+            apiserver_cmd: (assets.join("kube-apiserver"), Vec::new()),
             dir: Some(dir),
         };
         let admin = env.pki.client_cert("envtest-admin", &["system:masters"]);
@@ -218,7 +228,8 @@ impl EnvTestBuilder {
             ]
             .into();
             let _ = std::fs::remove_dir_all(root.join("etcd"));
-            env.etcd = Some(spawn(&assets.join("etcd"), &etcd_args, &root.join("etcd.log")));
+            *env.etcd.get_mut().unwrap_or_else(|e| e.into_inner()) =
+                Some(spawn(&assets.join("etcd"), &etcd_args, &root.join("etcd.log")));
             let mut args: Vec<String> = vec![
                 format!("--etcd-servers={etcd_url}"),
                 "--bind-address=127.0.0.1".into(),
@@ -239,7 +250,8 @@ impl EnvTestBuilder {
             args.extend(extra.iter().cloned());
             env.url = format!("https://127.0.0.1:{secure}");
             let log = root.join("kube-apiserver.log");
-            env.apiserver = Some(spawn(&assets.join("kube-apiserver"), &args, &log));
+            env.apiserver_cmd.1 = args;
+            env.spawn_apiserver();
             let kc = root.join("admin.kubeconfig");
             std::fs::write(&kc, kubeconfig(&env.url, &env.pki.ca_cert_pem(), "admin", &admin))
                 .unwrap_or_else(|e| panic!("write {}: {e}", kc.display()));
@@ -251,8 +263,8 @@ impl EnvTestBuilder {
                         log_tail(&log, 30),
                         log_tail(&root.join("etcd.log"), 15)
                     );
-                    kill(&mut env.apiserver);
-                    kill(&mut env.etcd);
+                    kill(&env.apiserver);
+                    kill(&env.etcd);
                     if attempt == 3 || !logs.contains("address already in use") {
                         panic!("envtest: the API server did not become ready: {logs}");
                     }
@@ -274,11 +286,34 @@ impl EnvTest {
         EnvTestBuilder::default()
     }
 
-    async fn wait_ready(&mut self) -> Result<(), String> {
+    fn spawn_apiserver(&self) {
+        let (bin, args) = &self.apiserver_cmd;
+        let child = spawn(bin, args, &self.dir().join("kube-apiserver.log"));
+        *self.apiserver.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+    }
+
+    /// Stops kube-apiserver (SIGKILL, by PID); etcd keeps the cluster's state.
+    pub fn stop_apiserver(&self) {
+        kill(&self.apiserver);
+    }
+
+    /// Starts kube-apiserver again (same port and flags, same etcd) and waits for `/readyz`.
+    pub async fn start_apiserver(&self) {
+        self.spawn_apiserver();
+        if let Err(why) = self.wait_ready().await {
+            panic!(
+                "envtest: the restarted API server did not become ready: {why}\n{}",
+                self.apiserver_log_tail(30)
+            );
+        }
+    }
+
+    async fn wait_ready(&self) -> Result<(), String> {
         let started = Instant::now();
         let client = self.admin_client().await;
         loop {
-            for (name, child) in [("etcd", &mut self.etcd), ("kube-apiserver", &mut self.apiserver)] {
+            for (name, child) in [("etcd", &self.etcd), ("kube-apiserver", &self.apiserver)] {
+                let mut child = child.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(Ok(Some(status))) = child.as_mut().map(|c| c.try_wait()) {
                     return Err(format!("{name} exited: {status}"));
                 }
@@ -313,8 +348,16 @@ impl EnvTest {
     /// PIDs of (etcd, kube-apiserver).
     pub fn pids(&self) -> (Option<u32>, Option<u32>) {
         (
-            self.etcd.as_ref().map(Child::id),
-            self.apiserver.as_ref().map(Child::id),
+            self.etcd
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(Child::id),
+            self.apiserver
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(Child::id),
         )
     }
 
@@ -406,8 +449,8 @@ impl EnvTest {
 
 impl Drop for EnvTest {
     fn drop(&mut self) {
-        kill(&mut self.apiserver);
-        kill(&mut self.etcd);
+        kill(&self.apiserver);
+        kill(&self.etcd);
         if std::thread::panicking() && std::env::var_os("ENVTEST_KEEP").is_some() {
             if let Some(dir) = self.dir.take() {
                 eprintln!("envtest: kept {} (ENVTEST_KEEP)", dir.keep().display());
