@@ -181,6 +181,53 @@ fn a_bound_pod_runs_its_status_reaches_the_api_and_graceful_deletion_finalises_i
     });
 }
 
+/// The runtime restarts under a running pod: actlet makes a new sandbox (new IP) and the
+/// API's podIP/podIPs name only the new IP (a real API server rejects two IPv4 podIPs).
+async fn new_sandbox_scenario(b: Backend) {
+    let node = b.start_node(mock(), fast).await;
+    b.create_pod(&bound_pod("web", "sleep 3600")).await;
+    let ip_of = |p: &Pod| {
+        let st = p.status.clone().unwrap_or_default();
+        let ips: Vec<String> = st.pod_ips.unwrap_or_default().into_iter().map(|i| i.ip).collect();
+        (st.pod_ip, ips)
+    };
+    let first = backend::eventually("Running+Ready with a pod IP", T, || async {
+        let p = b.pod("web").await?;
+        (pod_ready(&p) && p.status.as_ref()?.pod_ip.is_some()).then_some(p)
+    })
+    .await;
+    let (old_ip, old_ips) = ip_of(&first);
+    assert_eq!(old_ips, old_ip.clone().into_iter().collect::<Vec<_>>());
+    node.mock.simulate_restart();
+    let (new_ip, new_ips) = backend::eventually("Ready again with a new pod IP", T, || async {
+        let p = b.pod("web").await?;
+        let (ip, ips) = ip_of(&p);
+        (pod_ready(&p) && ip.is_some() && ip != old_ip).then_some((ip, ips))
+    })
+    .await;
+    assert_eq!(node.mock.calls_to("RunPodSandbox").len(), 2);
+    assert_eq!(
+        new_ips,
+        new_ip.into_iter().collect::<Vec<_>>(),
+        "only the new sandbox's IP"
+    );
+    node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+}
+
+#[test]
+fn a_new_sandbox_replaces_the_pod_ips_in_the_api() {
+    run(|| async { new_sandbox_scenario(Backend::test_apiserver().await).await });
+}
+
+#[test]
+fn a_new_sandbox_replaces_the_pod_ips_in_the_api_on_envtest() {
+    run(|| async {
+        if let Some(b) = Backend::real().await {
+            new_sandbox_scenario(b).await;
+        }
+    });
+}
+
 async fn apiserver_down_scenario(b: Backend) {
     let mock = MockRuntime::builder()
         .script("app", Behaviour::exit_after(Duration::from_secs(2), 0))
