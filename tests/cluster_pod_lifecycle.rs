@@ -2,7 +2,8 @@
 //! the test one, each run on both (tests/support/backend.rs; `*_on_envtest`
 //! SKIPPED loudly without `KUBEBUILDER_ASSETS`): a crash-looping container
 //! (restartCount, lastState, aggregated BackOff events), a failing job with an init
-//! container (terminal statuses), and actlet restarted under a running pod (the
+//! container (terminal statuses), pods of each QoS class (the status actlet writes
+//! must keep the class the API computed), and actlet restarted under a running pod (the
 //! registered Node, its Lease and the pod are taken over, nothing is restarted).
 
 #[path = "support/apiserver/mod.rs"]
@@ -204,6 +205,62 @@ fn a_restarted_actlet_takes_over_its_node_lease_and_running_pod_on_envtest() {
     run(|| async {
         if let Some(b) = Backend::real().await {
             restart_scenario(b).await;
+        }
+    });
+}
+
+async fn qos_scenario(b: Backend) {
+    let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+    let node = b.start_node(mock, fast).await;
+    let res = |cpu: &str, mem: &str, limits: bool| {
+        let r = serde_json::json!({"cpu": cpu, "memory": mem});
+        if limits {
+            serde_json::json!({"requests": r, "limits": r})
+        } else {
+            serde_json::json!({"requests": r})
+        }
+    };
+    let mut guaranteed = bound_pod("guaranteed", "sleep 3600");
+    guaranteed["spec"]["containers"][0]["resources"] = res("100m", "64Mi", true);
+    let mut burstable = bound_pod("burstable", "sleep 3600");
+    burstable["spec"]["containers"][0]["resources"] = res("100m", "64Mi", false);
+    let mut with_init = bound_pod("with-init", "sleep 3600");
+    with_init["spec"]["initContainers"] = serde_json::json!([{
+        "name": "init", "image": "busybox:1.36", "command": ["true"], "resources": res("50m", "32Mi", true)
+    }]);
+    let mock_init = Behaviour::exit_after(Duration::from_millis(200), 0);
+    node.mock.script("init", mock_init);
+    let mut created = Vec::new();
+    for pod in [guaranteed, burstable, with_init] {
+        created.push(b.create_pod(&pod).await);
+    }
+    for pod in created {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let class = pod.status.and_then(|s| s.qos_class);
+        let p = eventually(&format!("{name} Running in the API"), T, || async {
+            let p = b.pod(&name).await?;
+            (p.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(p)
+        })
+        .await;
+        assert_eq!(
+            p.status.and_then(|s| s.qos_class),
+            class,
+            "{name}: the API's QoS class kept"
+        );
+    }
+    node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+}
+
+#[test]
+fn pods_of_each_qos_class_keep_the_apis_class() {
+    run(|| async { qos_scenario(Backend::test_apiserver().await).await });
+}
+
+#[test]
+fn pods_of_each_qos_class_keep_the_apis_class_on_envtest() {
+    run(|| async {
+        if let Some(b) = Backend::real().await {
+            qos_scenario(b).await;
         }
     });
 }
