@@ -125,3 +125,38 @@ fn identities_namespace_helper_flags_csr_signing_and_cleanup() {
         assert!(!dir.exists(), "{} not removed", dir.display());
     });
 }
+
+#[test]
+fn a_panicking_test_still_stops_both_processes_and_removes_the_dir() {
+    if std::env::var_os("KUBEBUILDER_ASSETS").is_none() {
+        envtest_skipped();
+        return;
+    }
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let record = seen.clone();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run(|| async move {
+            let env = envtest::EnvTest::start().await.unwrap_or_else(|| panic!("started"));
+            *record.lock().unwrap_or_else(|e| e.into_inner()) = Some((env.pids(), env.dir().to_path_buf()));
+            panic!("the test fails while the API server runs");
+        })
+    }));
+    assert!(outcome.is_err(), "the inner test panicked");
+    let ((etcd, apiserver), dir) = seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_else(|| panic!("never started"));
+    for pid in [etcd, apiserver] {
+        let pid = pid.unwrap_or_else(|| panic!("no pid"));
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "pid {pid} still there");
+    }
+    assert!(!dir.exists(), "{} not removed", dir.display());
+}
+
+/// The harness's own SKIPPED line, for a test that checks the variable itself.
+fn envtest_skipped() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let rt = rt.unwrap_or_else(|e| panic!("{e}"));
+    assert!(rt.block_on(envtest::EnvTest::start()).is_none());
+}
