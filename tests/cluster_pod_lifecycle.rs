@@ -3,8 +3,9 @@
 //! SKIPPED loudly without `KUBEBUILDER_ASSETS`): a crash-looping container
 //! (restartCount, lastState, aggregated BackOff events), a failing job with an init
 //! container (terminal statuses), pods of each QoS class (the status actlet writes
-//! must keep the class the API computed), and actlet restarted under a running pod (the
-//! registered Node, its Lease and the pod are taken over, nothing is restarted).
+//! must keep the class the API computed), actlet restarted under a running pod (the
+//! registered Node, its Lease and the pod are taken over, nothing is restarted), and
+//! pods deleted while actlet was away (stopped and finalised when it returns).
 
 #[path = "support/apiserver/mod.rs"]
 mod apiserver;
@@ -261,6 +262,52 @@ fn pods_of_each_qos_class_keep_the_apis_class_on_envtest() {
     run(|| async {
         if let Some(b) = Backend::real().await {
             qos_scenario(b).await;
+        }
+    });
+}
+
+async fn deleted_while_away_scenario(b: Backend) {
+    let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+    let first = b.start_node(mock.clone(), fast).await;
+    for name in ["graceful", "forced"] {
+        b.create_pod(&bound_pod(name, "sleep 3600")).await;
+    }
+    for name in ["graceful", "forced"] {
+        eventually(&format!("{name} Running in the API"), T, || async {
+            (b.pod(name).await?.status?.phase.as_deref() == Some("Running")).then_some(())
+        })
+        .await;
+    }
+    first.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+    b.delete_pod("graceful", Some(30)).await;
+    b.delete_pod("forced", Some(0)).await;
+    assert!(b.pod("graceful").await.is_some(), "waits for its node");
+    let second = b.start_node(mock.clone(), fast).await;
+    eventually("the graceful one finalised by the node", T, || async {
+        b.pod("graceful").await.is_none().then_some(())
+    })
+    .await;
+    let running = |pod: &str| {
+        mock.find_container(pod, "app")
+            .is_some_and(|c| c.status.state == actlet::cri::v1::ContainerState::ContainerRunning as i32)
+    };
+    eventually("both pods' containers stopped", T, || async {
+        (!running("graceful") && !running("forced")).then_some(())
+    })
+    .await;
+    second.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+}
+
+#[test]
+fn pods_deleted_while_actlet_was_away_are_stopped_and_finalised() {
+    run(|| async { deleted_while_away_scenario(Backend::test_apiserver().await).await });
+}
+
+#[test]
+fn pods_deleted_while_actlet_was_away_are_stopped_and_finalised_on_envtest() {
+    run(|| async {
+        if let Some(b) = Backend::real().await {
+            deleted_while_away_scenario(b).await;
         }
     });
 }
