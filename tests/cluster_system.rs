@@ -21,7 +21,10 @@ use std::time::Duration;
 use actlet::cri::mock::{Behaviour, MockRuntime, OnTerm};
 use backend::Backend;
 use cluster::{NODE, bound_pod, eventually, run};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -106,6 +109,61 @@ fn node_registers_reports_ready_and_not_ready_with_the_runtime_cause_on_envtest(
     run(|| async {
         if let Some(b) = Backend::real().await {
             node_ready_scenario(b).await;
+        }
+    });
+}
+
+/// The Lease is owned by the Node, renewed, and renewed from the fresh object after
+/// someone else changed it (the stale PUT's 409 is recovered from).
+async fn lease_scenario(b: Backend) {
+    let node = b.start_node(mock(), fast).await;
+    let registered = backend::eventually("node registered", T, || b.node()).await;
+    let owned = backend::eventually("lease owned by the Node", T, || async {
+        let l = b.lease().await?;
+        let owner = l.metadata.owner_references.clone()?.into_iter().next()?;
+        (owner.kind == "Node" && Some(&owner.uid) == registered.metadata.uid.as_ref()).then_some(l)
+    })
+    .await;
+    let spec = owned.spec.clone().unwrap_or_default();
+    assert_eq!(spec.holder_identity.as_deref(), Some(NODE));
+    let renewed = |l: &Lease| l.spec.as_ref().and_then(|s| s.renew_time.clone());
+    let t0 = renewed(&owned);
+    backend::eventually("renewTime advances", T, || async {
+        (renewed(&b.lease().await?) != t0).then_some(())
+    })
+    .await;
+
+    let leases: Api<Lease> = Api::namespaced(b.admin.clone(), "kube-node-lease");
+    let touch = serde_json::json!({"metadata": {"labels": {"touched": "yes"}}});
+    let touched = leases
+        .patch(NODE, &PatchParams::default(), &Patch::Merge(&touch))
+        .await
+        .unwrap_or_else(|e| panic!("patch lease: {e}"));
+    let t1 = renewed(&touched);
+    let after = backend::eventually("renewed after the change", T, || async {
+        let l = b.lease().await?;
+        (renewed(&l) != t1).then_some(l)
+    })
+    .await;
+    let labels = after.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels.get("touched").map(String::as_str),
+        Some("yes"),
+        "renewed from the fresh lease"
+    );
+    node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+}
+
+#[test]
+fn the_lease_is_owned_by_the_node_renewed_and_survives_a_concurrent_change() {
+    run(|| async { lease_scenario(Backend::test_apiserver().await).await });
+}
+
+#[test]
+fn the_lease_is_owned_by_the_node_renewed_and_survives_a_concurrent_change_on_envtest() {
+    run(|| async {
+        if let Some(b) = Backend::real().await {
+            lease_scenario(b).await;
         }
     });
 }
