@@ -318,10 +318,13 @@ impl EnvTest {
                     return Err(format!("{name} exited: {status}"));
                 }
             }
+            // Ask only once it listens (the client logs every failed request as an error).
+            let addr = self.url.trim_start_matches("https://").to_string();
+            let listening = tokio::net::TcpStream::connect(addr).await.is_ok();
             let req = http::Request::get("/readyz")
                 .body(Vec::new())
                 .map_err(|e| e.to_string())?;
-            if client.request_text(req).await.is_ok_and(|body| body.trim() == "ok") {
+            if listening && client.request_text(req).await.is_ok_and(|body| body.trim() == "ok") {
                 eprintln!("envtest: {} ready after {:?}", self.url, started.elapsed());
                 return Ok(());
             }
