@@ -128,6 +128,58 @@ fn spawn(bin: &Path, args: &[String], log: &Path) -> Child {
     cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()))
 }
 
+/// etcd on loopback `client`/`peer` ports, data in `root/etcd`, no fsync (tests only).
+fn etcd_args(root: &Path, client: u16, peer: u16) -> Vec<String> {
+    let (client_url, peer_url) = (format!("http://127.0.0.1:{client}"), format!("http://127.0.0.1:{peer}"));
+    vec![
+        "--name=envtest".into(),
+        format!("--data-dir={}", root.join("etcd").display()),
+        format!("--listen-client-urls={client_url}"),
+        format!("--advertise-client-urls={client_url}"),
+        format!("--listen-peer-urls={peer_url}"),
+        format!("--initial-advertise-peer-urls={peer_url}"),
+        format!("--initial-cluster=envtest={peer_url}"),
+        "--unsafe-no-fsync=true".into(),
+        "--log-level=warn".into(),
+    ]
+}
+
+/// kube-apiserver as a control plane runs it, serving on loopback `secure` with a
+/// certificate from the cluster CA, its state in the etcd on `etcd_port`.
+fn apiserver_args(pki: &Pki, root: &Path, etcd_port: u16, secure: u16) -> Vec<String> {
+    let serving = pki.serving_cert(
+        "kube-apiserver",
+        &[
+            "127.0.0.1",
+            "localhost",
+            "10.96.0.1",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ],
+    );
+    let (tls_crt, tls_key) = pki.write("apiserver", &serving);
+    let (sa_key, sa_pub) = pki.service_account_keys();
+    vec![
+        format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+        "--bind-address=127.0.0.1".into(),
+        "--advertise-address=127.0.0.1".into(),
+        format!("--secure-port={secure}"),
+        format!("--cert-dir={}", root.join("certs").display()),
+        format!("--tls-cert-file={}", tls_crt.display()),
+        format!("--tls-private-key-file={}", tls_key.display()),
+        format!("--client-ca-file={}", pki.ca_cert_path().display()),
+        "--authorization-mode=Node,RBAC".into(),
+        "--enable-admission-plugins=NodeRestriction".into(),
+        "--service-account-issuer=https://kubernetes.default.svc".into(),
+        format!("--service-account-key-file={}", sa_pub.display()),
+        format!("--service-account-signing-key-file={}", sa_key.display()),
+        "--service-cluster-ip-range=10.96.0.0/16".into(),
+        "--allow-privileged=true".into(),
+    ]
+}
+
 fn kill(child: &Mutex<Option<Child>>) {
     if let Some(mut c) = child.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = c.kill();
@@ -182,20 +234,6 @@ impl EnvTestBuilder {
         }
         let dir = TempDir::with_prefix("envtest-").unwrap_or_else(|e| panic!("tempdir: {e}"));
         let pki = Pki::new(&dir.path().join("pki"));
-        let serving = pki.serving_cert(
-            "kube-apiserver",
-            &[
-                "127.0.0.1",
-                "localhost",
-                "10.96.0.1",
-                "kubernetes",
-                "kubernetes.default",
-                "kubernetes.default.svc",
-                "kubernetes.default.svc.cluster.local",
-            ],
-        );
-        let (tls_crt, tls_key) = pki.write("apiserver", &serving);
-        let (sa_key, sa_pub) = pki.service_account_keys();
         let mut extra = self.args;
         for f in self.args_with {
             extra.extend(f(&pki));
@@ -213,40 +251,13 @@ impl EnvTestBuilder {
         for attempt in 1..=3 {
             let (client, peer, secure) = (free_port(), free_port(), free_port());
             let root = env.dir().to_path_buf();
-            let etcd_url = format!("http://127.0.0.1:{client}");
-            let peer_url = format!("http://127.0.0.1:{peer}");
-            let etcd_args: Vec<String> = [
-                "--name=envtest".into(),
-                format!("--data-dir={}", root.join("etcd").display()),
-                format!("--listen-client-urls={etcd_url}"),
-                format!("--advertise-client-urls={etcd_url}"),
-                format!("--listen-peer-urls={peer_url}"),
-                format!("--initial-advertise-peer-urls={peer_url}"),
-                format!("--initial-cluster=envtest={peer_url}"),
-                "--unsafe-no-fsync=true".into(),
-                "--log-level=warn".into(),
-            ]
-            .into();
             let _ = std::fs::remove_dir_all(root.join("etcd"));
-            *env.etcd.get_mut().unwrap_or_else(|e| e.into_inner()) =
-                Some(spawn(&assets.join("etcd"), &etcd_args, &root.join("etcd.log")));
-            let mut args: Vec<String> = vec![
-                format!("--etcd-servers={etcd_url}"),
-                "--bind-address=127.0.0.1".into(),
-                "--advertise-address=127.0.0.1".into(),
-                format!("--secure-port={secure}"),
-                format!("--cert-dir={}", root.join("certs").display()),
-                format!("--tls-cert-file={}", tls_crt.display()),
-                format!("--tls-private-key-file={}", tls_key.display()),
-                format!("--client-ca-file={}", env.pki.ca_cert_path().display()),
-                "--authorization-mode=Node,RBAC".into(),
-                "--enable-admission-plugins=NodeRestriction".into(),
-                "--service-account-issuer=https://kubernetes.default.svc".into(),
-                format!("--service-account-key-file={}", sa_pub.display()),
-                format!("--service-account-signing-key-file={}", sa_key.display()),
-                "--service-cluster-ip-range=10.96.0.0/16".into(),
-                "--allow-privileged=true".into(),
-            ];
+            *env.etcd.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(spawn(
+                &assets.join("etcd"),
+                &etcd_args(&root, client, peer),
+                &root.join("etcd.log"),
+            ));
+            let mut args = apiserver_args(&env.pki, &root, client, secure);
             args.extend(extra.iter().cloned());
             env.url = format!("https://127.0.0.1:{secure}");
             let log = root.join("kube-apiserver.log");
