@@ -1,6 +1,7 @@
 //! The envtest harness itself (tests/support/envtest.rs) against the real kube-apiserver:
 //! identities and what the Node authorizer / NodeRestriction make of them, the namespace
-//! helper, extra flags, the PKI as a CSR signer, and the clean-up on drop.
+//! helper, extra flags, the PKI as a CSR signer (also for `CertificateSigningRequest`s a
+//! node creates), and the clean-up on drop (also when the test panics).
 //! SKIPPED (loudly) without `KUBEBUILDER_ASSETS`.
 
 #[path = "support/envtest.rs"]
@@ -8,6 +9,7 @@ mod envtest;
 
 use std::path::Path;
 
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service, ServiceAccount};
 use kube::Api;
@@ -159,4 +161,99 @@ fn envtest_skipped() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
     let rt = rt.unwrap_or_else(|e| panic!("{e}"));
     assert!(rt.block_on(envtest::EnvTest::start()).is_none());
+}
+
+/// A PEM CSR for `system:node:<node>` (`O=system:nodes`) with `sans`, and its key.
+fn node_csr(node: &str, sans: &[&str]) -> (String, rcgen::KeyPair) {
+    let key = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
+    let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+    let mut params = rcgen::CertificateParams::new(sans).unwrap_or_else(|e| panic!("{e}"));
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "system:nodes");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("system:node:{node}"));
+    let csr = params.serialize_request(&key).unwrap_or_else(|e| panic!("{e}"));
+    (csr.pem().unwrap_or_else(|e| panic!("{e}")), key)
+}
+
+#[test]
+fn a_nodes_certificate_signing_requests_are_approved_and_issued() {
+    run(|| async {
+        let Some(env) = envtest::EnvTest::start().await else {
+            return;
+        };
+        let csrs: Api<CertificateSigningRequest> = Api::all(env.node_client("n5").await);
+        let create = |name: &str, signer: &str, usages: &[&str], pem: &str| {
+            serde_json::from_value::<CertificateSigningRequest>(serde_json::json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "signerName": signer,
+                    "usages": usages,
+                    "request": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pem),
+                }
+            }))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        // A serving certificate, as kubelet serving-certificate rotation asks for it.
+        let (pem, _) = node_csr("n5", &["10.0.0.5", "n5"]);
+        let serving = create(
+            "serving",
+            "kubernetes.io/kubelet-serving",
+            &["digital signature", "server auth"],
+            &pem,
+        );
+        csrs.create(&PostParams::default(), &serving)
+            .await
+            .unwrap_or_else(|e| panic!("node creates its CSR: {e}"));
+        let cert = env
+            .approve_and_sign_csr("serving")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let issued = csrs.get("serving").await.unwrap_or_else(|e| panic!("{e}"));
+        let st = issued.status.unwrap_or_default();
+        assert_eq!(st.certificate.map(|c| c.0), Some(cert.into_bytes()));
+        let conditions = st.conditions.unwrap_or_default();
+        assert!(
+            conditions.iter().any(|c| c.type_ == "Approved" && c.status == "True"),
+            "{conditions:?}"
+        );
+
+        // A client certificate: the issued one authenticates as the node.
+        let (pem, key) = node_csr("n5", &[]);
+        let client = create(
+            "client",
+            "kubernetes.io/kube-apiserver-client-kubelet",
+            &["digital signature", "client auth"],
+            &pem,
+        );
+        csrs.create(&PostParams::default(), &client)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let cert_pem = env
+            .approve_and_sign_csr("client")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pair = envtest::CertPair {
+            cert_pem,
+            key_pem: key.serialize_pem(),
+        };
+        let n5 = env
+            .client_from(&env.write_kubeconfig("n5-rotated.kubeconfig", "n5", &pair))
+            .await;
+        assert_eq!(
+            status(
+                Api::<Node>::all(n5.clone())
+                    .create(&PostParams::default(), &node("n5"))
+                    .await
+            ),
+            200
+        );
+        assert_eq!(
+            status(Api::<Node>::all(n5).create(&PostParams::default(), &node("n6")).await),
+            403
+        );
+    });
 }

@@ -23,7 +23,8 @@
 //! it `--kubelet-client-certificate`).
 //!
 //! No kube-controller-manager runs: nothing creates ServiceAccounts or `kube-root-ca.crt`
-//! (see [`EnvTest::prepare_namespace`]), approves CSRs, garbage-collects or evicts.
+//! (see [`EnvTest::prepare_namespace`]), approves or signs CSRs (see
+//! [`EnvTest::approve_and_sign_csr`]), garbage-collects or evicts.
 //!
 //! When `KUBEBUILDER_ASSETS` is unset, [`EnvTestBuilder::start`] prints a loud `SKIPPED`
 //! line and returns `None` (the test then passes); when it is set but the server does not
@@ -35,6 +36,8 @@
 //! removed with them.
 #![allow(dead_code)]
 
+#[path = "envtest_csr.rs"]
+mod csr;
 #[path = "envtest_pki.rs"]
 mod pki;
 

@@ -117,7 +117,29 @@ impl Pki {
     /// Signs a PEM certificate signing request as is (subject, SANs, usages of the request),
     /// as a CSR signer would; returns the certificate, PEM.
     pub fn sign_csr(&self, csr_pem: &str) -> Result<String, rcgen::Error> {
-        let csr = CertificateSigningRequestParams::from_pem(csr_pem)?;
+        self.sign_csr_with_usages(csr_pem, &[])
+    }
+
+    /// [`Pki::sign_csr`] with the key usages of a `CertificateSigningRequest`'s
+    /// `spec.usages` ("digital signature", "key encipherment", "server auth",
+    /// "client auth"; others are ignored); none keeps the request's own.
+    pub fn sign_csr_with_usages(&self, csr_pem: &str, usages: &[String]) -> Result<String, rcgen::Error> {
+        let mut csr = CertificateSigningRequestParams::from_pem(csr_pem)?;
+        if !usages.is_empty() {
+            let p = &mut csr.params;
+            p.key_usages.clear();
+            p.extended_key_usages.clear();
+            for u in usages {
+                match u.as_str() {
+                    "digital signature" => p.key_usages.push(KeyUsagePurpose::DigitalSignature),
+                    "key encipherment" => p.key_usages.push(KeyUsagePurpose::KeyEncipherment),
+                    "server auth" => p.extended_key_usages.push(ExtendedKeyUsagePurpose::ServerAuth),
+                    "client auth" => p.extended_key_usages.push(ExtendedKeyUsagePurpose::ClientAuth),
+                    _ => {}
+                }
+            }
+        }
+        csr.params.use_authority_key_identifier_extension = true;
         let issuer: &Issuer<'_, KeyPair> = &self.ca;
         Ok(csr.signed_by(issuer)?.pem())
     }
