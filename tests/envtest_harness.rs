@@ -36,6 +36,16 @@ fn identities_namespace_helper_flags_csr_signing_and_cleanup() {
     run(|| async {
         let Some(env) = envtest::EnvTest::builder()
             .arg("--service-node-port-range=20000-20100")
+            // How a test gives the API server credentials for kubelets (logs, exec).
+            .args_with(|pki| {
+                let pair = pki.client_cert("kube-apiserver-kubelet-client", &["system:masters"]);
+                let (crt, key) = pki.write("kubelet-client", &pair);
+                vec![
+                    format!("--kubelet-client-certificate={}", crt.display()),
+                    format!("--kubelet-client-key={}", key.display()),
+                    format!("--kubelet-certificate-authority={}", pki.ca_cert_path().display()),
+                ]
+            })
             .start()
             .await
         else {
@@ -115,6 +125,9 @@ fn identities_namespace_helper_flags_csr_signing_and_cleanup() {
             .await;
         assert_eq!(status(Api::<Node>::all(n3.clone()).create(&pp, &node("n3")).await), 200);
         assert_eq!(status(Api::<Node>::all(n3).create(&pp, &node("n4")).await), 403);
+
+        // The API server came up with the kubelet client flags (it exits on unreadable files).
+        assert!(env.pki().dir().join("kubelet-client.crt").is_file());
 
         // Drop stops both processes and removes the temp dir.
         let (etcd, apiserver) = env.pids();
