@@ -330,6 +330,16 @@ async fn apiserver_down_scenario(b: Backend) {
         .unwrap_or_else(|| panic!("container not terminated in the API"));
     assert_eq!(term.exit_code, 0);
     assert_eq!(term.reason.as_deref(), Some("Completed"));
+    // The pod watch is back too (the real API server answers the old resourceVersion
+    // with 410 Gone after its restart): a pod bound now runs.
+    let mut later = bound_pod("later", "true");
+    later["spec"]["restartPolicy"] = "Never".into();
+    b.create_pod(&later).await;
+    backend::eventually("a pod bound after the outage runs", T, || async {
+        let phase = b.pod("later").await?.status?.phase;
+        matches!(phase.as_deref(), Some("Running" | "Succeeded")).then_some(())
+    })
+    .await;
     node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
 }
 
