@@ -162,17 +162,16 @@ async fn scenario(admin: kube::Client, node_kubeconfig: PathBuf, node: String, d
     assert_eq!(labels.get("kubernetes.io/os").map(String::as_str), Some("linux"));
     let node_uid = registered.metadata.uid.clone();
 
-    let first = poll("the node Lease", dir, || async {
-        leases.get_opt(&node).await.ok().flatten()
-    })
-    .await;
-    let owner = first.metadata.owner_references.clone().unwrap_or_default();
-    assert!(
+    // A Lease created before the Node existed gets its owner on a later renewal.
+    let first = poll("the node Lease, owned by the Node", dir, || async {
+        let l = leases.get_opt(&node).await.ok().flatten()?;
+        let owner = l.metadata.owner_references.clone().unwrap_or_default();
         owner
             .iter()
-            .any(|o| o.kind == "Node" && Some(&o.uid) == node_uid.as_ref()),
-        "lease owned by the Node: {owner:?}"
-    );
+            .any(|o| o.kind == "Node" && Some(&o.uid) == node_uid.as_ref())
+            .then_some(l)
+    })
+    .await;
     let renew = |l: &Lease| l.spec.as_ref().and_then(|s| s.renew_time.clone());
     let first_renew = renew(&first);
     poll("the Lease to be renewed", dir, || async {
