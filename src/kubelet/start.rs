@@ -11,6 +11,7 @@
 //! ├── pleg                  relist every 1 s → pod cache + events
 //! ├── sync-loop             updates, events, ticks, housekeeping
 //! ├── pod-config            merges the sources
+//! ├── container-gc / image-gc   dead containers, sandboxes, logs; unused images
 //! ├── file-source / http-source
 //! ├── node / node-lease / api-source / mirror-pods   (cluster; see [`crate::cluster`])
 //! ├── node-conditions       (standalone) node conditions for observers
@@ -83,6 +84,9 @@ pub enum StartError {
     /// The HTTP source's settings are unusable.
     #[error(transparent)]
     HttpSource(#[from] HttpSourceError),
+    /// A setting is unusable.
+    #[error(transparent)]
+    Config(#[from] super::config::ConfigError),
 }
 
 /// Status-manager mailbox slots per allowed pod.
@@ -181,6 +185,7 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
 /// ```
 pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extensions) -> Result<Kubelet, StartError> {
     config.custom_sources.extend(ext.sources.iter().map(|(n, _)| n.clone()));
+    config.validate_gc()?;
     for sub in ["", "pods", "plugins", "pod-resources"] {
         make_dir(&config.root_dir.join(sub))?;
     }
@@ -328,7 +333,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         expected.push(PodSource::Api);
     }
     expected.extend(config.custom_sources.iter().cloned().map(PodSource::Custom));
-    let (updates, ready) = (sync_ref.recipient(), sync_ref.recipient());
+    let sources_ready = crate::gc::SourcesReadyFlag::default();
+    let (updates, ready) = (sync_ref.recipient(), sources_ready.forwarding(sync_ref.recipient()));
     let exp = expected.clone();
     let manifest_errors = ManifestErrors::default();
     let me = manifest_errors.clone();
@@ -354,6 +360,17 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         .child(pleg)
         .child(sync_loop)
         .child(pod_config);
+    for spec in crate::gc::children(crate::gc::GcInputs {
+        config: &config,
+        runtime: runtime.clone(),
+        pods: pods.clone(),
+        workers: workers_ref.recipient(),
+        sources_ready,
+        state: crate::gc::GcState::new(),
+        events: events.clone(),
+    }) {
+        root = root.child(spec);
+    }
 
     if let Some(path) = &config.static_pod_path {
         let mut fc = FileSourceConfig::new(path.clone(), config.node_name.clone());
