@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::containers::{evictable_containers, evictable_log_dirs, evictable_sandboxes};
+use super::containers::{evictable_containers, evictable_log_dirs, evictable_sandboxes, known_pods};
 use super::error::GcError;
 use super::exec::{self, LogDirs, RoundGuard, detached};
 use super::liveness::PodLiveness;
@@ -197,6 +197,7 @@ async fn round(deps: &ContainerGcDeps, guard: RoundGuard) -> Result<Option<Conta
 
     // Dead containers.
     let (containers, sandboxes) = list(&deps.runtime).await?;
+    let known = known_pods(&containers, &sandboxes);
     let live = base.clone().with_runtime(&containers, &sandboxes);
     let now_ns = i64::try_from(deps.wall_clock.now().as_nanosecond()).unwrap_or(i64::MAX);
     let doomed = evictable_containers(&containers, &live, &deps.policy, now_ns);
@@ -230,7 +231,7 @@ async fn round(deps: &ContainerGcDeps, guard: RoundGuard) -> Result<Option<Conta
     // Pod log directories and dead legacy symlinks.
     match exec::dir_names(&logs.pods).await {
         Ok(names) => {
-            let doomed = evictable_log_dirs(names.iter().map(String::as_str), &live);
+            let doomed = evictable_log_dirs(names.iter().map(String::as_str), &live, &known);
             report.log_dirs = doomed.len();
             if !doomed.is_empty() {
                 errors.extend(

@@ -11,7 +11,7 @@
 //!   removed when its pod's content may be removed, or when it is not the
 //!   newest sandbox of its pod.
 //! - **Pod log directories** (`<ns>_<name>_<uid>`) of pods whose content may
-//!   be removed.
+//!   be removed (and that the runtime knew, see [`evictable_log_dirs`]).
 //!
 //! Nothing at all is removed before every pod source is ready.
 
@@ -164,15 +164,36 @@ pub fn pod_uid_from_log_dir(name: &str) -> PodUid {
     PodUid::new(name.rsplit('_').next().unwrap_or_default())
 }
 
-/// The pod log directories (names under the pod logs dir) to remove.
-pub fn evictable_log_dirs<'a>(names: impl IntoIterator<Item = &'a str>, liveness: &PodLiveness) -> Vec<String> {
+/// The pod log directories (names under the pod logs dir) to remove: those
+/// of pods whose content may be removed and that this runtime holds (or
+/// held at the start of the round) a sandbox or container of. Upstream
+/// removes every orphan directory; pods the runtime never knew are left
+/// alone here, because on a shared host the directory may belong to another
+/// kubelet's pod.
+pub fn evictable_log_dirs<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    liveness: &PodLiveness,
+    known: &HashSet<PodUid>,
+) -> Vec<String> {
     if !liveness.sources_ready {
         return vec![];
     }
     names
         .into_iter()
-        .filter(|n| liveness.should_pod_content_be_removed(&pod_uid_from_log_dir(n)))
+        .filter(|n| {
+            let uid = pod_uid_from_log_dir(n);
+            known.contains(&uid) && liveness.should_pod_content_be_removed(&uid)
+        })
         .map(str::to_string)
+        .collect()
+}
+
+/// The pods the listings name (by container label or sandbox metadata).
+pub fn known_pods(containers: &[v1::Container], sandboxes: &[v1::PodSandbox]) -> HashSet<PodUid> {
+    containers
+        .iter()
+        .map(container_pod_uid)
+        .chain(sandboxes.iter().map(sandbox_pod_uid))
         .collect()
 }
 

@@ -195,7 +195,7 @@ fn nothing_before_sources_are_ready() {
     l.sources_ready = false;
     assert!(evictable_containers(&cs, &l, &ContainerGcPolicy::default(), 100 * S).is_empty());
     assert!(evictable_sandboxes(&[], &sb, &l).is_empty());
-    assert!(evictable_log_dirs(["ns_web_gone"], &l).is_empty());
+    assert!(evictable_log_dirs(["ns_web_gone"], &l, &[PodUid::from("gone")].into()).is_empty());
 }
 
 #[test]
@@ -301,11 +301,21 @@ fn sandbox_eviction_table() {
 
 #[test]
 fn log_dirs_of_removed_pods_only() {
-    let l = liveness(&["live"], &[running("c", "busy", "app", 1)], &[]);
-    let names = ["ns_web_live", "ns_old_gone", "ns_job_busy", "kube-system_a_b_c_gone2"];
+    let cs = [running("c", "busy", "app", 1), exited("d", "gone", "app", 1)];
+    let sbs = [sandbox("s", "gone2", false, 1), sandbox("t", "live", true, 1)];
+    let l = liveness(&["live"], &cs, &sbs);
+    let known = known_pods(&cs, &sbs);
+    let names = [
+        "ns_web_live",
+        "ns_old_gone",
+        "ns_job_busy",
+        "kube-system_a_b_c_gone2",
+        "ns_other_never-here",
+    ];
     assert_eq!(
-        evictable_log_dirs(names, &l),
-        ["ns_old_gone", "kube-system_a_b_c_gone2"]
+        evictable_log_dirs(names, &l, &known),
+        ["ns_old_gone", "kube-system_a_b_c_gone2"],
+        "not a pod this runtime never held (another kubelet's, on a shared host)"
     );
     assert_eq!(pod_uid_from_log_dir("ns_web_u-1").as_str(), "u-1");
 }
