@@ -181,6 +181,7 @@ fn container_gc_waits_for_sources_and_reports_failures() {
             period: CONTAINER_GC_PERIOD,
             pod_logs_dir: tmp.path().to_path_buf(),
             container_logs_dir: None,
+            cgroup_mount: None,
             state: GcState::new(),
             events,
             node_name: "node-a".into(),

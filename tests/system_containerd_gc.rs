@@ -68,6 +68,24 @@ async fn deleted_pod_is_collected_from_containerd() {
             .map(|e| e.path())
     };
     assert!(log_dir_of(&gone_uid).is_some(), "gone has a log directory");
+    // its pod cgroup under every hierarchy (runc creates it, never removes it)
+    let pod_cgroups = |u: &str| -> Vec<std::path::PathBuf> {
+        let mut out = vec![];
+        for base in std::fs::read_dir("/sys/fs/cgroup")
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+        {
+            for qos in ["", "burstable", "besteffort"] {
+                let p = base.path().join("kubepods").join(qos).join(format!("pod{u}"));
+                if p.is_dir() {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    };
+    assert!(!pod_cgroups(&gone_uid).is_empty(), "gone has its pod cgroups");
 
     env.remove_manifest("gone.yaml");
     let started = std::time::Instant::now();
@@ -85,6 +103,11 @@ async fn deleted_pod_is_collected_from_containerd() {
         started.elapsed()
     ));
     assert!(log_dir_of(&gone_uid).is_none(), "its log directory is removed too");
+    assert!(!pod_cgroups(&keep_uid).is_empty(), "the live pod has its pod cgroup");
+    env.wait_for("gone: pod cgroups removed", Duration::from_secs(70), async || {
+        pod_cgroups(&gone_uid).is_empty().then_some(())
+    })
+    .await;
 
     let v = env.cri_view().await;
     assert_eq!(v.sandboxes_of(&keep_uid).len(), 1, "{}", v.summary());

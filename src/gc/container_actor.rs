@@ -2,8 +2,9 @@
 //! (1 min; the first round at start) it lists the runtime, asks the pod
 //! workers for their states, and removes what [`super::containers`] decides:
 //! dead containers (with their logs), then dead sandboxes, then pod log
-//! directories and dead legacy log symlinks. A failed round is logged and
-//! recorded as a `ContainerGCFailed` Warning event on the node.
+//! directories, dead legacy log symlinks and the pod cgroups of removed
+//! pods. A failed round is logged and recorded as a `ContainerGCFailed`
+//! Warning event on the node.
 //!
 //! The actor holds no state of its own: liveness is read fresh each round,
 //! and the round lock lives in [`GcState`]; removals run as tasks of their
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
+use super::cgroups;
 use super::containers::{evictable_containers, evictable_log_dirs, evictable_sandboxes, known_pods};
 use super::error::GcError;
 use super::exec::{self, LogDirs, RoundGuard, detached};
@@ -50,6 +52,9 @@ pub struct ContainerGcDeps {
     pub pod_logs_dir: std::path::PathBuf,
     /// `/var/log/containers`, if kept.
     pub container_logs_dir: Option<std::path::PathBuf>,
+    /// Where the cgroup hierarchies are mounted, to remove the pod cgroups
+    /// of removed pods (`None`: leave them).
+    pub cgroup_mount: Option<std::path::PathBuf>,
     /// State outliving the actor.
     pub state: GcState,
     /// Node events.
@@ -69,6 +74,8 @@ pub struct ContainerRound {
     pub sandboxes: usize,
     /// Pod log directories removed (or attempted).
     pub log_dirs: usize,
+    /// Pod cgroups removed.
+    pub pod_cgroups: usize,
 }
 
 /// The `container-gc` actor.
@@ -249,6 +256,9 @@ async fn round(deps: &ContainerGcDeps, guard: RoundGuard) -> Result<Option<Conta
     if let Some(dir) = logs.containers.clone() {
         let _ = detached(exec::remove_dead_symlinks(deps.runtime.clone(), dir)).await;
     }
+    if let Some(mount) = deps.cgroup_mount.clone() {
+        report.pod_cgroups = remove_pod_cgroups(deps, mount, &live, &known).await?;
+    }
     drop(guard);
     if errors.is_empty() {
         Ok(Some(report))
@@ -258,4 +268,42 @@ async fn round(deps: &ContainerGcDeps, guard: RoundGuard) -> Result<Option<Conta
             errors,
         })
     }
+}
+
+/// Removes the pod cgroups of removed pods the runtime held at the start of
+/// the round and holds nothing of now (see [`super::cgroups`]). A cgroup
+/// that cannot be removed yet is logged and retried next round.
+async fn remove_pod_cgroups(
+    deps: &ContainerGcDeps,
+    mount: std::path::PathBuf,
+    live: &PodLiveness,
+    known: &std::collections::HashSet<crate::messages::PodUid>,
+) -> Result<usize, GcError> {
+    let found = tokio::task::spawn_blocking(move || cgroups::find_pod_cgroups(&mount))
+        .await
+        .unwrap_or_default();
+    if !found.iter().any(|(uid, _)| known.contains(uid)) {
+        return Ok(0);
+    }
+    let (containers, sandboxes) = list(&deps.runtime).await?;
+    let held = known_pods(&containers, &sandboxes);
+    let doomed = cgroups::evictable_pod_cgroups(&found, live, known, &held);
+    let removed = tokio::task::spawn_blocking(move || {
+        doomed
+            .iter()
+            .filter(|dir| match cgroups::remove_cgroup(dir) {
+                Ok(()) => {
+                    tracing::info!(path = %dir.display(), "removed pod cgroup");
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "pod cgroup not removed; retrying next round");
+                    false
+                }
+            })
+            .count()
+    })
+    .await
+    .unwrap_or(0);
+    Ok(removed)
 }

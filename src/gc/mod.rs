@@ -3,7 +3,8 @@
 //!
 //! Two supervised actors, thin shells around pure decisions:
 //! - `container-gc` ([`ContainerGc`], every 1 min): decisions in
-//!   [`containers`], pod liveness in [`liveness`];
+//!   [`containers`] and [`cgroups`] (pod cgroups of removed pods), pod
+//!   liveness in [`liveness`];
 //! - `image-gc` ([`ImageGc`], every 5 min): decisions in [`images`], disk
 //!   usage from an [`ImageFsSource`] ([`image_fs`]).
 //!
@@ -12,6 +13,7 @@
 //! assembly. Removals go through the [`Runtime`](crate::cri::Runtime) trait
 //! in tasks of their own and are never cancelled ([`exec`]).
 
+pub mod cgroups;
 pub mod container_actor;
 pub mod containers;
 pub mod error;
@@ -70,6 +72,7 @@ pub fn children(i: GcInputs<'_>) -> Vec<AnyChildSpec> {
         period: CONTAINER_GC_PERIOD,
         pod_logs_dir: c.pod_logs_dir.clone(),
         container_logs_dir: c.container_logs_dir.clone(),
+        cgroup_mount: Some(cgroups::CGROUP_MOUNT.into()),
         state: i.state.clone(),
         events: i.events.clone(),
         node_name: c.node_name.clone(),
