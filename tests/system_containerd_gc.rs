@@ -12,6 +12,7 @@ mod daemon;
 
 use std::time::Duration;
 
+use actlet::cri::Runtime;
 use daemon::{Env, container_status, phase, uid};
 
 const BUSYBOX: &str = "docker.io/library/busybox:1.36";
@@ -108,6 +109,27 @@ async fn deleted_pod_is_collected_from_containerd() {
         pod_cgroups(&gone_uid).is_empty().then_some(())
     })
     .await;
+
+    // Image GC's protection of the sandbox image: containerd names it.
+    let runtime: actlet::cri::SharedRuntime = std::sync::Arc::new(env.cri.clone());
+    let pause = actlet::gc::image_actor::sandbox_image_id(&runtime).await;
+    let pause_status = env
+        .cri
+        .image_status(actlet::cri::v1::ImageStatusRequest {
+            image: Some(actlet::cri::v1::ImageSpec {
+                image: "registry.k8s.io/pause:3.9".into(),
+                ..Default::default()
+            }),
+            verbose: false,
+        })
+        .await
+        .ok()
+        .and_then(|r| r.image)
+        .map(|i| i.id);
+    assert!(
+        pause.is_some() && pause == pause_status,
+        "sandbox image {pause:?} vs pause {pause_status:?}"
+    );
 
     let v = env.cri_view().await;
     assert_eq!(v.sandboxes_of(&keep_uid).len(), 1, "{}", v.summary());

@@ -129,7 +129,8 @@ fn cri(call: &'static str) -> impl FnOnce(crate::cri::CriError) -> GcError {
 
 /// The ID of the runtime's sandbox (pause) image, as its verbose `Status`
 /// names it (containerd: `config.sandboxImage`); `None` when it does not.
-async fn sandbox_image_id(runtime: &SharedRuntime) -> Option<String> {
+/// Image GC never removes it (containerd 1.6 does not pin it).
+pub async fn sandbox_image_id(runtime: &SharedRuntime) -> Option<String> {
     let status = runtime.status(v1::StatusRequest { verbose: true }).await.ok()?;
     let config: serde_json::Value = serde_json::from_str(status.info.get("config")?).ok()?;
     let name = config.get("sandboxImage")?.as_str()?.to_string();
