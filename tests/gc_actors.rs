@@ -2,25 +2,22 @@
 //! paused time: the node events they record (upstream reasons and
 //! messages), and that nothing is removed before every pod source is ready.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::prelude::*;
 use actlet::actors::supervisor::{ChildSpec, SupervisedRecipient, SupervisorSpec};
 use actlet::cri::mock::{Fault, MockImage, MockRuntime};
 use actlet::cri::{Runtime, v1};
 use actlet::events::EventRecorder;
 use actlet::gc::{
     CONTAINER_GC_PERIOD, ContainerGc, ContainerGcDeps, ContainerGcPolicy, FixedCapacity, GcState, IMAGE_GC_PERIOD,
-    ImageFsSource, ImageGc, ImageGcDeps, ImageGcPolicy, SourcesReadyFlag,
+    ImageFsSource, ImageGc, ImageGcDeps, ImageGcPolicy,
 };
 use actlet::kubelet::WallClock;
-use actlet::messages::PodUid;
 use actlet::messages::event::RecordEvent;
-use actlet::messages::pod_work::WorkerState;
 use actlet::pod_manager::PodManager;
-use actlet::pod_workers::GetWorkerStates;
+use actlet::pod_workers::PodSyncStatuses;
+use actlet::sync_loop::SyncLoopState;
 use actlet::testing::run_paused;
 use tokio::time::sleep;
 
@@ -120,21 +117,6 @@ fn zero_capacity_is_invalid() {
     });
 }
 
-/// Answers `GetWorkerStates` with no workers.
-struct NoWorkers;
-
-impl Actor for NoWorkers {
-    type Context = Context<Self>;
-}
-
-impl Handler<GetWorkerStates> for NoWorkers {
-    type Result = MessageResult<GetWorkerStates>;
-
-    fn handle(&mut self, _: GetWorkerStates, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(HashMap::<PodUid, WorkerState>::new())
-    }
-}
-
 /// A stopped sandbox of a pod nobody wants, on the mock.
 async fn dead_sandbox(mock: &MockRuntime, uid: &str) -> String {
     let config = v1::PodSandboxConfig {
@@ -170,13 +152,13 @@ fn container_gc_waits_for_sources_and_reports_failures() {
         let mock = MockRuntime::new();
         let id = dead_sandbox(&mock, "orphan").await;
         let (events, seen) = recorder();
-        let ready = SourcesReadyFlag::default();
+        let sync_state = SyncLoopState::default();
         let tmp = tempfile::tempdir().unwrap();
         let deps = ContainerGcDeps {
             runtime: Arc::new(mock.clone()),
             pods: PodManager::new(),
-            workers: NoWorkers.start().recipient().into(),
-            sources_ready: ready.clone(),
+            pod_sync_statuses: PodSyncStatuses::default(),
+            sync_state: sync_state.clone(),
             policy: ContainerGcPolicy::default(),
             period: CONTAINER_GC_PERIOD,
             pod_logs_dir: tmp.path().to_path_buf(),
@@ -194,7 +176,7 @@ fn container_gc_waits_for_sources_and_reports_failures() {
         assert_eq!(mock.snapshot().sandboxes.len(), 1, "sources not ready: nothing removed");
         assert!(mock.calls_to("RemovePodSandbox").is_empty());
 
-        ready.set();
+        sync_state.lock().sources_ready = true;
         mock.inject(
             "RemovePodSandbox",
             Fault::error(tonic::Code::Internal, "disk on fire").times(1),

@@ -1,6 +1,6 @@
 //! [`ContainerGc`]: the `container-gc` actor. Every `ContainerGCPeriod`
-//! (1 min; the first round at start) it lists the runtime, asks the pod
-//! workers for their states, and removes what [`super::containers`] decides:
+//! (1 min; the first round at start) it lists the runtime, reads the pod
+//! lifecycle records, and removes what [`super::containers`] decides:
 //! dead containers (with their logs), then dead sandboxes, then pod log
 //! directories, dead legacy log symlinks and the pod cgroups of removed
 //! pods. A failed round is logged and recorded as a `ContainerGCFailed`
@@ -21,17 +21,14 @@ use super::error::GcError;
 use super::exec::{self, LogDirs, RoundGuard, detached};
 use super::liveness::PodLiveness;
 use super::policy::ContainerGcPolicy;
-use super::state::{GcState, SourcesReadyFlag};
-use crate::actors::supervisor::SupervisedRecipient;
+use super::state::GcState;
 use crate::cri::{SharedRuntime, v1};
 use crate::events::{EventRecorder, node_ref};
 use crate::kubelet::WallClock;
 use crate::messages::event::EventType;
 use crate::pod_manager::PodManager;
-use crate::pod_workers::GetWorkerStates;
-
-/// How long the pod workers manager has to answer `GetWorkerStates`.
-const WORKERS_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::pod_workers::PodSyncStatuses;
+use crate::sync_loop::SyncLoopState;
 
 /// What the container GC works with.
 #[derive(Clone)]
@@ -40,10 +37,10 @@ pub struct ContainerGcDeps {
     pub runtime: SharedRuntime,
     /// The desired pods.
     pub pods: PodManager,
-    /// The pod workers manager.
-    pub workers: SupervisedRecipient<GetWorkerStates>,
-    /// Whether all pod sources are ready.
-    pub sources_ready: SourcesReadyFlag,
+    /// The pods' lifecycle records (worker states).
+    pub pod_sync_statuses: PodSyncStatuses,
+    /// The sync loop's state (whether all pod sources are ready).
+    pub sync_state: SyncLoopState,
     /// The policy.
     pub policy: ContainerGcPolicy,
     /// Round period (`ContainerGCPeriod`).
@@ -161,18 +158,7 @@ async fn list(runtime: &SharedRuntime) -> Result<(Vec<v1::Container>, Vec<v1::Po
 }
 
 /// The liveness of pods as of now (see [`super::liveness`]).
-async fn liveness(deps: &ContainerGcDeps) -> PodLiveness {
-    let workers = match tokio::time::timeout(WORKERS_TIMEOUT, deps.workers.send(GetWorkerStates)).await {
-        Ok(Ok(states)) => Some(states),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "container GC: pod workers unavailable; no pod is removed this round");
-            None
-        }
-        Err(_) => {
-            tracing::warn!("container GC: pod workers did not answer; no pod is removed this round");
-            None
-        }
-    };
+fn liveness(deps: &ContainerGcDeps) -> PodLiveness {
     let desired: HashMap<_, _> = deps
         .pods
         .pods()
@@ -183,20 +169,20 @@ async fn liveness(deps: &ContainerGcDeps) -> PodLiveness {
         })
         .collect();
     PodLiveness {
-        sources_ready: deps.sources_ready.get(),
+        sources_ready: deps.sync_state.sources_ready(),
         desired,
-        workers,
+        workers: Some(deps.pod_sync_statuses.states()),
         active: Default::default(),
     }
 }
 
 /// One round (upstream `GarbageCollect`); `Ok(None)` while the sources are not ready.
 async fn round(deps: &ContainerGcDeps, guard: RoundGuard) -> Result<Option<ContainerRound>, GcError> {
-    if !deps.sources_ready.get() {
+    if !deps.sync_state.sources_ready() {
         return Ok(None);
     }
     let mut errors = vec![];
-    let base = liveness(deps).await;
+    let base = liveness(deps);
     let logs = LogDirs {
         pods: deps.pod_logs_dir.clone(),
         containers: deps.container_logs_dir.clone(),

@@ -1,10 +1,10 @@
 //! Which pods' leftovers may go: the GC's view of pod lifecycle (upstream
 //! `podStateProvider.ShouldPodContentBeRemoved`).
 //!
-//! Until a shared pod lifecycle handle exists, liveness is derived here, in
-//! one place, from what the node already knows: the desired pods
-//! ([`PodManager`](crate::pod_manager::PodManager)), the pod workers' states
-//! (`GetWorkerStates`) and the runtime's own listing. A pod's content may be
+//! Liveness is derived here, in one place, from what the node knows: the
+//! desired pods ([`PodManager`](crate::pod_manager::PodManager)), the pod
+//! workers' states ([`PodSyncStatuses`](crate::pod_workers::PodSyncStatuses))
+//! and the runtime's own listing. A pod's content may be
 //! removed only when all sources are ready and the pod is not desired (or is
 //! desired but being deleted), no worker is still working on it, and nothing
 //! of it runs any more.

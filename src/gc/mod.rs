@@ -9,8 +9,9 @@
 //!   usage from an [`ImageFsSource`] ([`image_fs`]).
 //!
 //! What must survive their restarts ([`GcState`]: image records, failure
-//! streaks, round locks; [`SourcesReadyFlag`]) is owned by the tree
-//! assembly. Removals go through the [`Runtime`](crate::cri::Runtime) trait
+//! streaks, round locks) is owned by the tree assembly, as are the pod
+//! lifecycle records and sources-ready flag they read
+//! ([`PodSyncStatuses`], [`SyncLoopState`]). Removals go through the [`Runtime`](crate::cri::Runtime) trait
 //! in tasks of their own and are never cancelled ([`exec`]).
 
 pub mod cgroups;
@@ -27,19 +28,20 @@ pub mod state;
 
 use std::time::Duration;
 
-use crate::actors::supervisor::{AnyChildSpec, ChildSpec, SupervisedRecipient};
+use crate::actors::supervisor::{AnyChildSpec, ChildSpec};
 use crate::cri::SharedRuntime;
 use crate::events::EventRecorder;
 use crate::kubelet::KubeletConfig;
 use crate::pod_manager::PodManager;
-use crate::pod_workers::GetWorkerStates;
+use crate::pod_workers::PodSyncStatuses;
+use crate::sync_loop::SyncLoopState;
 
 pub use container_actor::{ContainerGc, ContainerGcDeps, ContainerRound};
 pub use error::GcError;
 pub use image_actor::{ImageGc, ImageGcDeps, ImageRound};
 pub use image_fs::{CriStatfs, FixedCapacity, ImageFsSource, ImageFsStats};
 pub use policy::{CONTAINER_GC_PERIOD, ContainerGcPolicy, IMAGE_GC_PERIOD, ImageGcPolicy};
-pub use state::{GcState, SourcesReadyFlag};
+pub use state::GcState;
 
 /// What the tree assembly hands to [`children`].
 pub struct GcInputs<'a> {
@@ -49,10 +51,10 @@ pub struct GcInputs<'a> {
     pub runtime: SharedRuntime,
     /// The desired pods.
     pub pods: PodManager,
-    /// The pod workers manager.
-    pub workers: SupervisedRecipient<GetWorkerStates>,
-    /// Set once all sources are ready.
-    pub sources_ready: SourcesReadyFlag,
+    /// The pods' lifecycle records (worker states).
+    pub pod_sync_statuses: PodSyncStatuses,
+    /// The sync loop's state (whether all sources are ready).
+    pub sync_state: SyncLoopState,
     /// State outliving the actors.
     pub state: GcState,
     /// Node events.
@@ -66,8 +68,8 @@ pub fn children(i: GcInputs<'_>) -> Vec<AnyChildSpec> {
     let container = ContainerGcDeps {
         runtime: i.runtime.clone(),
         pods: i.pods,
-        workers: i.workers,
-        sources_ready: i.sources_ready,
+        pod_sync_statuses: i.pod_sync_statuses,
+        sync_state: i.sync_state,
         policy: c.container_gc_policy,
         period: CONTAINER_GC_PERIOD,
         pod_logs_dir: c.pod_logs_dir.clone(),

@@ -1,44 +1,13 @@
 //! [`GcState`]: what the GC actors keep across their restarts, owned by the
-//! tree assembly; and [`SourcesReadyFlag`].
+//! tree assembly.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 use tokio::time::Instant;
 
 use super::images::ImageRecords;
-use crate::actors::supervisor::SupervisedRecipient;
-use crate::messages::pod_update::SourcesReady;
-
-/// Set once every pod source has sent its first snapshot (upstream
-/// `sourcesReady.AllReady()`); shared, so a restarted reader still knows.
-#[derive(Clone, Debug, Default)]
-pub struct SourcesReadyFlag(Arc<AtomicBool>);
-
-impl SourcesReadyFlag {
-    /// Whether all sources are ready.
-    pub fn get(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
-
-    /// Marks all sources ready.
-    pub fn set(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-
-    /// A recipient for PodConfig's [`SourcesReady`] that sets this flag and
-    /// forwards the message to `next` (the sync loop).
-    pub fn forwarding(&self, next: SupervisedRecipient<SourcesReady>) -> SupervisedRecipient<SourcesReady> {
-        let flag = self.clone();
-        SupervisedRecipient::from_fn(move |m| {
-            flag.set();
-            if let Err(e) = next.do_send(m) {
-                tracing::warn!(error = %e, "cannot forward SourcesReady");
-            }
-        })
-    }
-}
 
 /// The GC actors' state that outlives their instances: the image records
 /// (first detected / last used), when image GC began, whether the previous

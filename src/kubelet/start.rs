@@ -321,6 +321,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let allocatable = node_allocatable(&config, &facts);
     let st = statuses.clone();
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
+    let gc_sync_state = sync_state.clone();
     let forget = status_ref.recipient();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
@@ -358,8 +359,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         expected.push(PodSource::Api);
     }
     expected.extend(config.custom_sources.iter().cloned().map(PodSource::Custom));
-    let sources_ready = crate::gc::SourcesReadyFlag::default();
-    let (updates, ready) = (sync_ref.recipient(), sources_ready.forwarding(sync_ref.recipient()));
+    let (updates, ready) = (sync_ref.recipient(), sync_ref.recipient());
     let exp = expected.clone();
     let manifest_errors = ManifestErrors::default();
     let me = manifest_errors.clone();
@@ -392,8 +392,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         config: &config,
         runtime: runtime.clone(),
         pods: pods.clone(),
-        workers: workers_ref.recipient(),
-        sources_ready,
+        pod_sync_statuses: pod_sync_statuses.clone(),
+        sync_state: gc_sync_state,
         state: crate::gc::GcState::new(),
         events: events.clone(),
     }) {
