@@ -130,6 +130,14 @@ async fn deleted_pod_is_collected_from_containerd() {
         pause.is_some() && pause == pause_status,
         "sandbox image {pause:?} vs pause {pause_status:?}"
     );
+    // Image GC's disk usage: the image filesystem containerd names, measured by statvfs.
+    use actlet::gc::ImageFsStats;
+    let usage = actlet::gc::CriStatfs
+        .usage(&env.cri)
+        .await
+        .unwrap_or_else(|e| panic!("image filesystem usage: {e}"));
+    assert!(usage.capacity > 0 && usage.available <= usage.capacity, "{usage:?}");
+    env.note(format!("image filesystem: {usage:?}"));
 
     let v = env.cri_view().await;
     assert_eq!(v.sandboxes_of(&keep_uid).len(), 1, "{}", v.summary());
