@@ -3,10 +3,11 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actlet::actors::supervisor::ExitReason;
 use actlet::cli::{Cli, Command, KubeletFlags, MockCriArgs, log_filter};
-use actlet::cluster::{Qps, client_from_kubeconfig};
+use actlet::cluster::{Qps, client_from_kubeconfig, heartbeat_client_from_kubeconfig};
 use actlet::cri::client::{CriClient, parse_endpoint};
 use actlet::cri::mock::MockRuntime;
 use actlet::cri::server::CriServer;
@@ -82,7 +83,13 @@ fn run(flags: KubeletFlags) -> ExitCode {
                     qps: flags.kube_api_qps,
                     burst: flags.kube_api_burst,
                 };
-                match client_from_kubeconfig(path, qps).await {
+                // Upstream: min(nodeStatusUpdateFrequency, nodeLeaseDurationSeconds).
+                let heartbeat_timeout = config.node_status_update_frequency.min(Duration::from_secs(40));
+                let clients = tokio::try_join!(
+                    client_from_kubeconfig(path, qps),
+                    heartbeat_client_from_kubeconfig(path, heartbeat_timeout)
+                );
+                match clients {
                     Ok(c) => {
                         tracing::info!(kubeconfig = %path.display(), node = %config.node_name, "cluster mode");
                         Some(c)
@@ -105,8 +112,10 @@ fn run(flags: KubeletFlags) -> ExitCode {
             Err(e) => tracing::warn!(error = %e, "container runtime not reachable yet; pod syncs wait until it is"),
         }
         let deadline = config.shutdown_deadline;
+        let (api_client, heartbeat_client) = api_client.unzip();
         let ext = Extensions {
             api_client,
+            heartbeat_client,
             ..Extensions::default()
         };
         let kubelet = match start_with(config, Arc::new(client), ext) {

@@ -1,7 +1,17 @@
-//! The API client: a kube-rs [`Client`] built from a kubeconfig file, rate
-//! limited like upstream's (QPS 50, burst 100).
+//! The API clients, built from a kubeconfig file as upstream builds them:
+//! - the **bulk** client, rate limited (QPS 50, burst 100), every read
+//!   bounded by [`BULK_READ_TIMEOUT`] (longer than a watch's server-side
+//!   timeout of 290 s, so watches are not cut, but a half-open connection is
+//!   found);
+//! - the **heartbeat** client for the Lease and the node status: no rate
+//!   limit (bulk traffic never delays a heartbeat) and every call bounded by
+//!   a short timeout (upstream: min(nodeStatusUpdateFrequency, lease
+//!   duration)), so a half-open connection fails the call within that time
+//!   and the next heartbeat dials afresh instead of stalling forever (node
+//!   NotReady → evictions).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use kube::Client;
 use kube::client::ClientBuilder;
@@ -71,6 +81,67 @@ pub enum ClientError {
 /// # });
 /// ```
 pub async fn client_from_kubeconfig(kubeconfig: &Path, qps: Qps) -> Result<Client, ClientError> {
+    let config = load_kubeconfig(kubeconfig).await?;
+    client_from_config(config, qps).map_err(|source| ClientError::Build {
+        path: kubeconfig.to_path_buf(),
+        source,
+    })
+}
+
+/// Builds the heartbeat client from `kubeconfig`: no rate limit, every call
+/// (connect, write, read) bounded by `timeout`.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::time::Duration;
+/// use actlet::cluster::heartbeat_client_from_kubeconfig;
+/// let err = heartbeat_client_from_kubeconfig("/nonexistent".as_ref(), Duration::from_secs(10)).await.err().unwrap();
+/// assert!(err.to_string().contains("/nonexistent"));
+/// # });
+/// ```
+pub async fn heartbeat_client_from_kubeconfig(kubeconfig: &Path, timeout: Duration) -> Result<Client, ClientError> {
+    let config = load_kubeconfig(kubeconfig).await?;
+    heartbeat_client_from_config(config, timeout).map_err(|source| ClientError::Build {
+        path: kubeconfig.to_path_buf(),
+        source,
+    })
+}
+
+/// The heartbeat client from a kube [`Config`](kube::Config) (see the module doc).
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::cluster::heartbeat_client_from_config;
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let config = kube::Config::new("https://10.0.0.1:6443".parse().unwrap());
+/// let client = heartbeat_client_from_config(config, Duration::from_secs(10)).unwrap(); // nothing sent yet
+/// # let _ = client;
+/// # });
+/// ```
+pub fn heartbeat_client_from_config(mut config: kube::Config, timeout: Duration) -> Result<Client, kube::Error> {
+    config.connect_timeout = Some(timeout);
+    config.write_timeout = Some(timeout);
+    config.read_timeout = Some(timeout);
+    // Count from when the request is sent, not from when the pooled
+    // connection went idle.
+    config.reset_reader_on_write = true;
+    with_user_agent(&mut config);
+    Ok(ClientBuilder::try_from(config)?.build())
+}
+
+/// Upper bound for one read of the bulk client: above the 290 s a watch is
+/// held open by the API server, so only a dead connection trips it.
+pub const BULK_READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn with_user_agent(config: &mut kube::Config) {
+    // The kubelet's user agent, so audit logs and `kubectl get --show-managed-fields` name it.
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("actlet/v", env!("CARGO_PKG_VERSION"))),
+    ));
+}
+
+async fn load_kubeconfig(kubeconfig: &Path) -> Result<kube::Config, ClientError> {
     let path = kubeconfig.to_path_buf();
     let kc = Kubeconfig::read_from(kubeconfig).map_err(|source| ClientError::Read {
         path: path.clone(),
@@ -78,11 +149,8 @@ pub async fn client_from_kubeconfig(kubeconfig: &Path, qps: Qps) -> Result<Clien
     })?;
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
-        .map_err(|source| ClientError::Config {
-            path: path.clone(),
-            source,
-        })?;
-    client_from_config(config, qps).map_err(|source| ClientError::Build { path, source })
+        .map_err(|source| ClientError::Config { path, source })?;
+    Ok(config)
 }
 
 /// Builds a rate-limited client from a kube [`Config`](kube::Config).
@@ -109,11 +177,11 @@ pub async fn client_from_kubeconfig(kubeconfig: &Path, qps: Qps) -> Result<Clien
 /// # });
 /// ```
 pub fn client_from_config(mut config: kube::Config, qps: Qps) -> Result<Client, kube::Error> {
-    // The kubelet's user agent, so audit logs and `kubectl get --show-managed-fields` name it.
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(concat!("actlet/v", env!("CARGO_PKG_VERSION"))),
-    ));
+    with_user_agent(&mut config);
+    if config.read_timeout.is_none() {
+        config.read_timeout = Some(BULK_READ_TIMEOUT);
+        config.reset_reader_on_write = true;
+    }
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&RateLimitLayer::new(qps))
         .build())

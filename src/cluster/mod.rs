@@ -34,7 +34,10 @@ pub mod node;
 pub mod status_sync;
 
 pub use api_source::ApiSource;
-pub use client::{ClientError, client_from_config, client_from_kubeconfig};
+pub use client::{
+    BULK_READ_TIMEOUT, ClientError, client_from_config, client_from_kubeconfig, heartbeat_client_from_config,
+    heartbeat_client_from_kubeconfig,
+};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
 pub use node::{NodeHandle, NodeView};
 pub use rate_limit::Qps;

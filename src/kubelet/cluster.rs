@@ -106,9 +106,18 @@ pub(super) struct NodeInputs {
     pub events: EventRecorder,
 }
 
+/// The two API clients: bulk (rate limited) and heartbeat (short timeout).
+pub(super) struct Clients<'a> {
+    pub bulk: &'a Client,
+    pub heartbeat: &'a Client,
+}
+
 /// Node, lease, API source and mirror pods (cluster mode).
 pub(super) fn late(
-    client: &Client,
+    Clients {
+        bulk: client,
+        heartbeat,
+    }: Clients<'_>,
     config: &KubeletConfig,
     node: NodeInputs,
     pod_config: SupervisedRecipient<SourceSnapshot>,
@@ -116,8 +125,10 @@ pub(super) fn late(
     cache: &PodCache,
     mirror_pods: &MirrorPods,
 ) -> Vec<AnyChildSpec> {
+    // Node status and Lease go through the heartbeat client (no rate limit,
+    // short timeout); everything else through the bulk one.
     let deps = NodeDeps {
-        client: client.clone(),
+        client: heartbeat.clone(),
         node_name: config.node_name.clone(),
         node_ip: node.node_ip,
         register_node: config.register_node,
@@ -139,7 +150,7 @@ pub(super) fn late(
         wall_clock: config.wall_clock.clone(),
         handle: node.handle.clone(),
     };
-    let lease = LeaseDeps::new(client.clone(), config.node_name.clone(), node.handle);
+    let lease = LeaseDeps::new(heartbeat.clone(), config.node_name.clone(), node.handle);
     let (c, name, mirrors) = (client.clone(), config.node_name.clone(), mirror_pods.clone());
     let mut mirror = MirrorPodDeps::new(
         client.clone(),

@@ -123,4 +123,19 @@ pub struct Extensions {
     /// # });
     /// ```
     pub api_client: Option<kube::Client>,
+    /// Cluster mode: the client for heartbeats (Lease renewals and node
+    /// status), e.g. from [`crate::cluster::heartbeat_client_from_kubeconfig`]:
+    /// not rate limited, with a short timeout. `None`: `api_client` is used.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::kubelet::Extensions;
+    /// # actlet::testing::run_paused(async {
+    /// let config = kube::Config::new("https://10.0.0.1:6443".parse().unwrap());
+    /// let heartbeat = actlet::cluster::heartbeat_client_from_config(config, Duration::from_secs(10)).unwrap();
+    /// let ext = Extensions { heartbeat_client: Some(heartbeat), ..Default::default() };
+    /// assert!(ext.heartbeat_client.is_some());
+    /// # });
+    /// ```
+    pub heartbeat_client: Option<kube::Client>,
 }

@@ -434,8 +434,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     };
     match &ext.api_client {
         Some(client) => {
+            let heartbeat = ext.heartbeat_client.as_ref().unwrap_or(client);
             let children = cluster::late(
-                client,
+                cluster::Clients {
+                    bulk: client,
+                    heartbeat,
+                },
                 &config,
                 node_inputs,
                 pc_ref.recipient(),

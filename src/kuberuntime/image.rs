@@ -157,6 +157,7 @@ impl RuntimeManager {
         pod: &Pod,
         container: &Container,
         sandbox_config: &v1::PodSandboxConfig,
+        cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<EnsuredImage, SyncError> {
         let spec_image = container.image.clone().unwrap_or_default();
         let event = |type_, reason: &str, message: &str| {
@@ -208,7 +209,7 @@ impl RuntimeManager {
             &format!("Pulling image {spec_image:?}"),
         );
         let started = Instant::now();
-        let pulled = {
+        let pull = async {
             let _serialized = if self.config.serialize_image_pulls {
                 Some(self.pull_lock.lock().await)
             } else {
@@ -223,6 +224,15 @@ impl RuntimeManager {
                 sandbox_config: Some(sandbox_config.clone()),
             };
             self.runtime.pull_image(req).await
+        };
+        // A pull (queued behind others or running) is the one CRI call a
+        // kill may abandon: it changes nothing a later sync relies on.
+        let pulled = tokio::select! {
+            pulled = pull => pulled,
+            () = cancel.cancelled() => {
+                tracing::info!(image = %spec_image, "image pull abandoned: the pod is being killed");
+                return Err(SyncError::new(SyncErrorReason::ErrImagePull, format!("pull of {spec_image:?} abandoned: the pod is being killed")));
+            }
         };
         let image_ref = match pulled {
             Ok(resp) => resp.image_ref,

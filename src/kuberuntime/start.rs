@@ -51,6 +51,8 @@ pub struct StartContext<'a> {
     pub sandbox_config: &'a v1::PodSandboxConfig,
     /// The pod's IPs.
     pub pod_ips: &'a [String],
+    /// Fired by a kill: an image pull still waiting or running is abandoned.
+    pub cancel: &'a tokio_util::sync::CancellationToken,
 }
 
 impl RuntimeManager {
@@ -213,8 +215,9 @@ impl RuntimeManager {
             sandbox_id,
             sandbox_config,
             pod_ips,
+            cancel,
         } = ctx;
-        let image = self.ensure_image(pod, container, sandbox_config).await?;
+        let image = self.ensure_image(pod, container, sandbox_config, cancel).await?;
         let restart_count = self.next_restart_count(pod, container, status).await;
 
         let config_error = |message: String| SyncError::new(SyncErrorReason::CreateContainerConfigError, message);

@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::actions::{PodActions, ProbeView, compute_pod_actions};
@@ -34,10 +35,15 @@ use crate::cri::v1;
 use crate::messages::event::EventType;
 
 /// Inputs of a sync that come from other managers.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct SyncPodOptions {
     /// Mounts per container name, from the volume manager (later issue).
     pub mounts: HashMap<String, Vec<v1::Mount>>,
+    /// Fired when a kill arrives while this sync runs (upstream cancels the
+    /// sync's context): the sync stops between CRI calls and abandons a pull
+    /// that has not finished; a create, start or stop already sent is
+    /// always awaited to the end.
+    pub cancel: CancellationToken,
 }
 
 impl RuntimeManager {
@@ -125,12 +131,17 @@ impl RuntimeManager {
                 return result;
             }
         };
+        if options.cancel.is_cancelled() {
+            tracing::info!("sync abandoned: the pod is being killed");
+            return result;
+        }
         let ctx = StartContext {
             pod,
             status,
             sandbox_id: &sandbox_id,
             sandbox_config: &sandbox_config,
             pod_ips: &pod_ips,
+            cancel: &options.cancel,
         };
         let spec = pod.spec.as_ref();
         let init_containers = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default();
@@ -147,6 +158,10 @@ impl RuntimeManager {
         }
         let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
         for container in actions.containers_to_start.iter().filter_map(|i| containers.get(*i)) {
+            if options.cancel.is_cancelled() {
+                tracing::info!("sync abandoned before starting the remaining containers: the pod is being killed");
+                break;
+            }
             self.start_one(ctx, container, options, &mut result, "container").await;
         }
         result

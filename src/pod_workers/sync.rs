@@ -160,6 +160,7 @@ pub async fn sync_pod(
     pod: &Arc<Pod>,
     newer_than: Option<Instant>,
     waiting: &Waiting,
+    cancel: tokio_util::sync::CancellationToken,
 ) -> StepOutcome {
     let started_at = Instant::now();
     let mut out = StepOutcome {
@@ -192,7 +193,15 @@ pub async fn sync_pod(
     }
     let result = deps
         .runtime
-        .sync_pod(pod, &status, &ProbeView::default(), &SyncPodOptions::default())
+        .sync_pod(
+            pod,
+            &status,
+            &ProbeView::default(),
+            &SyncPodOptions {
+                cancel,
+                ..SyncPodOptions::default()
+            },
+        )
         .await;
     out.waiting = waiting_from(&result);
     let in_backoff = result.results.iter().any(|r| {

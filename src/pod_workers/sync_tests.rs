@@ -38,7 +38,7 @@ async fn an_unreadable_runtime_status_records_failed_sync() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     mock.set_down(true);
-    let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new()).await;
+    let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new(), Default::default()).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(seen.len(), 1, "{seen:?}");

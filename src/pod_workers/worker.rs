@@ -54,6 +54,8 @@ pub struct PodWorker {
     waiting: Waiting,
     last_kill: Option<UpdatePod>,
     backoff_retry: Option<SpawnHandle>,
+    /// Cancels the running sync step when a kill arrives.
+    step_cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl PodWorker {
@@ -73,13 +75,23 @@ impl PodWorker {
             waiting: Waiting::new(),
             last_kill: None,
             backoff_retry: None,
+            step_cancel: None,
         }
     }
 
     fn offer(&mut self, update: UpdatePod, ctx: &mut Context<Self>) {
         self.pod = Some(update.pod.clone());
-        if let Offer::RunNow(u) = self.slot.offer(update) {
-            self.run(u, ctx);
+        let is_kill = update.update_type == UpdateType::Kill;
+        match self.slot.offer(update) {
+            Offer::RunNow(u) => self.run(u, ctx),
+            // A kill waiting behind a sync: the sync stops at its next CRI
+            // boundary (a pull is abandoned) so the kill starts sooner.
+            Offer::Queued if is_kill => {
+                if let Some(cancel) = &self.step_cancel {
+                    cancel.cancel();
+                }
+            }
+            _ => {}
         }
     }
 
@@ -93,10 +105,12 @@ impl PodWorker {
             self.last_kill = Some(update.clone());
         }
         let pod = update.pod;
+        let cancel = tokio_util::sync::CancellationToken::new();
+        self.step_cancel = kill.is_none().then(|| cancel.clone());
         let step = async move {
             match kill {
                 Some(k) => terminate_pod(&deps, &pod, newer_than, &k, &waiting).await,
-                None => sync_pod(&deps, &pod, newer_than, &waiting).await,
+                None => sync_pod(&deps, &pod, newer_than, &waiting, cancel).await,
             }
         };
         ctx.spawn(

@@ -189,8 +189,10 @@ impl Actor for NodeActor {
 
 impl StreamHandler<RuntimeHealthChanged> for NodeActor {
     fn handle(&mut self, _verdict: RuntimeHealthChanged, ctx: &mut Self::Context) {
-        // Report a runtime that went down (or came back) without waiting for the next tick.
-        if self.registered {
+        // Report a runtime that went down (or came back) without waiting for the next tick,
+        // also when it changed during the first sync (registration): that sync read the
+        // old verdict, so sync again right after it (upstream `fastStatusUpdateOnce`).
+        if self.registered || self.syncing {
             self.tick(ctx);
         }
     }
