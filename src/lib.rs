@@ -43,6 +43,8 @@ pub mod config;
 pub mod cri;
 pub mod embed;
 pub mod events;
+#[doc(hidden)]
+pub mod gc;
 pub mod kubelet;
 #[doc(hidden)]
 pub mod kuberuntime;

@@ -179,4 +179,6 @@ chaos! {
     status_manager_restart_goes_unnoticed => "status-manager",
     runtime_health_restart_goes_unnoticed => "runtime-health",
     pod_workers_supervisor_restart_goes_unnoticed => "pod-workers",
+    container_gc_restart_goes_unnoticed => "container-gc",
+    image_gc_restart_goes_unnoticed => "image-gc",
 }

@@ -291,6 +291,53 @@ pub struct KubeletConfig {
     /// assert_eq!(c.node_status_report_frequency, std::time::Duration::from_secs(300));
     /// ```
     pub node_status_report_frequency: Duration,
+    /// Dead container GC policy (upstream `GCPolicy`: min age 0, 1 per
+    /// container, no node limit; its flags are deprecated upstream).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.container_gc_policy.max_per_pod_container, 1);
+    /// c.container_gc_policy.max_containers = 100; // at most 100 dead containers on the node
+    /// ```
+    pub container_gc_policy: crate::gc::ContainerGcPolicy,
+    /// `imageGCHighThresholdPercent` (85; 100 with no maximum age disables image GC).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.image_gc_high_threshold_percent, 85);
+    /// ```
+    pub image_gc_high_threshold_percent: i32,
+    /// `imageGCLowThresholdPercent` (80).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.image_gc_low_threshold_percent, 80);
+    /// ```
+    pub image_gc_low_threshold_percent: i32,
+    /// `imageMinimumGCAge` (2 min).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.image_minimum_gc_age, std::time::Duration::from_secs(120));
+    /// ```
+    pub image_minimum_gc_age: Duration,
+    /// `imageMaximumGCAge` (0: off).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.image_maximum_gc_age = std::time::Duration::from_secs(7 * 24 * 3600); // unused for a week: removed
+    /// ```
+    pub image_maximum_gc_age: Duration,
+    /// Where image GC reads the image filesystem's usage (default: the
+    /// runtime's `ImageFsInfo` mountpoint, then `statvfs`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// use std::sync::Arc;
+    /// // tests: a 1 GiB disk holding only the runtime's images
+    /// c.image_fs = actlet::gc::ImageFsSource(Arc::new(actlet::gc::FixedCapacity(1 << 30)));
+    /// ```
+    pub image_fs: crate::gc::ImageFsSource,
 }
 
 impl KubeletConfig {
@@ -333,7 +380,42 @@ impl KubeletConfig {
             system_reserved: Reserved::default(),
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
+            container_gc_policy: crate::gc::ContainerGcPolicy::default(),
+            image_gc_high_threshold_percent: 85,
+            image_gc_low_threshold_percent: 80,
+            image_minimum_gc_age: Duration::from_secs(120),
+            image_maximum_gc_age: Duration::ZERO,
+            image_fs: crate::gc::ImageFsSource::default(),
         }
+    }
+
+    /// The image GC policy these settings make.
+    ///
+    /// ```
+    /// let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.image_gc_low_threshold_percent = 90; // above the high threshold
+    /// assert_eq!(c.validate_gc().unwrap_err().field, "imageGCLowThresholdPercent");
+    /// assert_eq!(c.image_gc_policy().low_threshold_percent, 90);
+    /// ```
+    pub fn image_gc_policy(&self) -> crate::gc::ImageGcPolicy {
+        crate::gc::ImageGcPolicy {
+            high_threshold_percent: self.image_gc_high_threshold_percent,
+            low_threshold_percent: self.image_gc_low_threshold_percent,
+            min_age: self.image_minimum_gc_age,
+            max_age: self.image_maximum_gc_age,
+        }
+    }
+
+    /// Checks the GC settings (upstream's validation of the image GC fields).
+    ///
+    /// ```
+    /// let c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.validate_gc().is_ok());
+    /// ```
+    pub fn validate_gc(&self) -> Result<(), ConfigError> {
+        self.image_gc_policy()
+            .validate()
+            .map_err(|(field, reason)| ConfigError { field, reason })
     }
 
     /// The configuration the flags ask for. `hostname` is the machine's host

@@ -11,6 +11,7 @@
 //! ├── pleg                  relist every 1 s → pod cache + events
 //! ├── sync-loop             updates, events, ticks, housekeeping
 //! ├── pod-config            merges the sources
+//! ├── container-gc / image-gc   dead containers, sandboxes, logs; unused images
 //! ├── file-source / http-source
 //! ├── node / node-lease / api-source / mirror-pods   (cluster; see [`crate::cluster`])
 //! ├── node-conditions       (standalone) node conditions for observers
@@ -86,6 +87,9 @@ pub enum StartError {
     /// The HTTP source's settings are unusable.
     #[error(transparent)]
     HttpSource(#[from] HttpSourceError),
+    /// A setting is unusable.
+    #[error(transparent)]
+    Config(#[from] super::config::ConfigError),
 }
 
 /// HTTP servers are not critical: one that cannot listen (port taken) is
@@ -193,6 +197,7 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
 /// ```
 pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extensions) -> Result<Kubelet, StartError> {
     config.custom_sources.extend(ext.sources.iter().map(|(n, _)| n.clone()));
+    config.validate_gc()?;
     for sub in ["", "pods", "plugins", "pod-resources"] {
         make_dir(&config.root_dir.join(sub))?;
     }
@@ -316,6 +321,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let allocatable = node_allocatable(&config, &facts);
     let st = statuses.clone();
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
+    let gc_sync_state = sync_state.clone();
     let forget = status_ref.recipient();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
@@ -382,6 +388,17 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         .child(pleg)
         .child(sync_loop)
         .child(pod_config);
+    for spec in crate::gc::children(crate::gc::GcInputs {
+        config: &config,
+        runtime: runtime.clone(),
+        pods: pods.clone(),
+        pod_sync_statuses: pod_sync_statuses.clone(),
+        sync_state: gc_sync_state,
+        state: crate::gc::GcState::new(),
+        events: events.clone(),
+    }) {
+        root = root.child(spec);
+    }
 
     if let Some(path) = &config.static_pod_path {
         let mut fc = FileSourceConfig::new(path.clone(), config.node_name.clone());

@@ -131,6 +131,9 @@ impl TestNodeBuilder {
                 c.root_dir = root.join("root");
                 c.pod_logs_dir = root.join("pods");
                 c.container_logs_dir = None;
+                // A roomy image filesystem holding only the mock's images: no
+                // image GC unless a test shrinks it.
+                c.image_fs = crate::gc::ImageFsSource(Arc::new(crate::gc::FixedCapacity(1 << 40)));
                 c.wall_clock = WallClock(Arc::new(move || timestamp_from_system_time(clock.now())));
             })
             .shared_runtime(runtime)

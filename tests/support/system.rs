@@ -103,6 +103,8 @@ impl NodeBuilder {
         cfg.root_dir = dir.path().join("root");
         cfg.pod_logs_dir = dir.path().join("logs");
         cfg.container_logs_dir = None;
+        // image GC sees a roomy disk holding only the mock's images
+        cfg.image_fs = actlet::gc::ImageFsSource(Arc::new(actlet::gc::FixedCapacity(1 << 40)));
         cfg.node_ip = Some("10.0.0.1".into());
         if self.custom_source {
             cfg.custom_sources = vec![SOURCE.into()];

@@ -59,11 +59,17 @@ impl MockRuntime {
         result
     }
 
-    fn do_status(&self) -> StatusResponse {
+    /// Verbose: `info["config"]` names the sandbox image, as containerd's does.
+    fn do_status(&self, verbose: bool) -> StatusResponse {
         let conditions = self.shared.lock().conditions.clone();
+        let mut info = std::collections::HashMap::new();
+        if verbose {
+            let config = serde_json::json!({ "sandboxImage": self.shared.sandbox_image });
+            info.insert("config".to_string(), config.to_string());
+        }
         StatusResponse {
             status: Some(RuntimeStatus { conditions }),
-            info: Default::default(),
+            info,
         }
     }
 
@@ -263,8 +269,8 @@ impl Runtime for MockRuntime {
         .await
     }
 
-    async fn status(&self, _req: StatusRequest) -> CriResult<StatusResponse> {
-        self.call("Status", "", async { Ok(self.do_status()) }).await
+    async fn status(&self, req: StatusRequest) -> CriResult<StatusResponse> {
+        self.call("Status", "", async { Ok(self.do_status(req.verbose)) }).await
     }
 
     async fn list_images(&self, req: ListImagesRequest) -> CriResult<ListImagesResponse> {
