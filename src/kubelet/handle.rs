@@ -203,6 +203,19 @@ pub struct Kubelet {
     /// # });
     /// ```
     pub node: NodeHandle,
+    /// Probe results (readiness, startup, liveness) by pod and container id.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// assert!(kubelet.probes.readiness(&"u1".into()).is_empty()); // no probes
+    /// # });
+    /// ```
+    pub probes: crate::prober::store::ProbeStore,
 }
 
 impl Kubelet {

@@ -17,4 +17,30 @@
 
 pub mod handlers;
 pub mod logic;
+pub mod manager;
 pub mod store;
+pub mod worker;
+
+use std::time::Duration;
+
+use crate::actors::supervisor::{AnyChildSpec, ChildSpec, Strategy, SupervisorSpec};
+
+/// Name of the supervisor of the probe workers (a child of the root).
+pub const WORKERS_SUPERVISOR: &str = "probe-workers";
+
+/// The two children the tree assembly adds, in start order: the
+/// `probe-workers` supervisor (one-for-one; workers are restarted on abnormal
+/// exit) and the `prober` manager.
+pub fn tree_children(deps: worker::ProberDeps) -> (AnyChildSpec, AnyChildSpec) {
+    let workers = SupervisorSpec::new(WORKERS_SUPERVISOR)
+        .strategy(Strategy::OneForOne)
+        .intensity(1000, Duration::from_secs(60))
+        .into_child_spec();
+    let workers_ref = workers.child_ref();
+    let prober = ChildSpec::with_context("prober", move |cx| {
+        let parent = cx.path().rsplit_once('/').map_or("", |(p, _)| p);
+        let path = format!("{parent}/{WORKERS_SUPERVISOR}");
+        manager::ProberManager::new(deps.clone(), workers_ref.clone(), path, cx.tree().clone())
+    });
+    (workers.into(), prober.into())
+}

@@ -8,6 +8,7 @@
 //! unless the container itself changed (new container id).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::PodStatus;
@@ -59,11 +60,23 @@ struct PodEntry {
 /// assert_eq!(store.readiness(&uid).get("c1"), Some(&true));
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct ProbeStore(Arc<Mutex<HashMap<PodUid, PodEntry>>>);
+pub struct ProbeStore(Arc<Mutex<HashMap<PodUid, PodEntry>>>, Arc<AtomicBool>);
 
 impl ProbeStore {
     fn lock(&self) -> MutexGuard<'_, HashMap<PodUid, PodEntry>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Test kit: the prober manager panics at its next reconcile (a crash
+    /// test of the probe actors' restart safety).
+    #[cfg(feature = "testing")]
+    pub fn inject_manager_panic(&self) {
+        self.1.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a panic was injected (and clears it).
+    pub(crate) fn take_injected_panic(&self) -> bool {
+        self.1.swap(false, Ordering::SeqCst)
     }
 
     /// Sets the result of `kind` for container `id`; true when it changed
@@ -118,6 +131,11 @@ impl ProbeStore {
         if entry.progress.is_empty() && entry.results.is_empty() {
             pods.remove(uid);
         }
+    }
+
+    /// The pods the store knows anything about.
+    pub fn pods(&self) -> Vec<PodUid> {
+        self.lock().keys().cloned().collect()
     }
 
     /// Forgets everything about a pod.
