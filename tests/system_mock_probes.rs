@@ -100,6 +100,9 @@ async fn holds(node: &TestNode, what: &str, d: Duration, cond: impl Fn(&TestNode
     }
 }
 
+/// (reason, message, field path) of a recorded event.
+type Seen = (String, String, Option<String>);
+
 const T: Duration = Duration::from_secs(60);
 
 #[test]
@@ -179,7 +182,15 @@ fn a_failing_liveness_probe_restarts_with_backoff_and_the_probe_grace() {
                 g.lock().unwrap().push(r.timeout);
             }
         });
-        let node = TestNode::builder().mock(mock).runtime(runtime).start();
+        let events: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let log = events.clone();
+        let node = TestNode::builder()
+            .mock(mock)
+            .runtime(runtime)
+            .customize(move |b| {
+                b.on_event(move |e| log.lock().unwrap().push((e.reason, e.message, e.involved.field_path)))
+            })
+            .start();
         node.set_pods(vec![web(|p| {
             let spec = p.spec.as_mut().unwrap();
             spec.termination_grace_period_seconds = Some(60);
@@ -198,6 +209,19 @@ fn a_failing_liveness_probe_restarts_with_backoff_and_the_probe_grace() {
             graces.lock().unwrap()[0],
             7,
             "probe-level terminationGracePeriodSeconds"
+        );
+        let events = events.lock().unwrap().clone();
+        let path = Some("spec.containers{app}".to_string());
+        let count = |reason: &str, message: &str| {
+            events
+                .iter()
+                .filter(|e| (e.0.as_str(), e.1.as_str(), &e.2) == (reason, message, &path))
+                .count()
+        };
+        assert!(count("Unhealthy", "Liveness probe failed: ") >= 6, "{events:?}");
+        assert!(
+            count("Killing", "Container app failed liveness probe, will be restarted") >= 3,
+            "{events:?}"
         );
         let (first, second) = (at[1] - at[0], at[2] - at[1]);
         assert!(second > first, "restart backoff grows: {first:?} then {second:?}");

@@ -214,7 +214,10 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let mirror_pods = MirrorPods::new();
     let probe_store = crate::prober::store::ProbeStore::default();
     let early = cluster::early(ext.api_client.as_ref(), &config, &pods, &statuses, &cache, &mirror_pods);
-    let events = early.events.clone();
+    let events = match (&ext.event_sink, ext.api_client.is_none()) {
+        (Some(sink), true) => crate::events::EventRecorder::new(sink.clone()),
+        _ => early.events.clone(),
+    };
     let clock = config.wall_clock.clone();
     let manager = Arc::new(
         RuntimeManager::new(runtime.clone(), rm_config)
