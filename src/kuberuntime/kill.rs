@@ -7,7 +7,7 @@
 //!    else `terminationGracePeriodSeconds` (default 30).
 //!    Without one (an orphan found after a restart): the same values read back
 //!    from the container's annotations, else 2s.
-//! 2. *(hook point)* the preStop hook runs here and uses up part of it.
+//! 2. The preStop hook runs here (see [`super::hooks`]) and uses up part of it.
 //! 3. At least 2s (`minimumGracePeriodInSeconds`) is left for the stop.
 //! 4. An explicit override (e.g. a force delete) replaces all of the above.
 //!
@@ -116,9 +116,13 @@ impl RuntimeManager {
             if let Some(pod) = pod {
                 self.container_event(pod, name, EventType::Normal, "Killing", message.as_str());
             }
-            // Hook point: the preStop hook (exec / httpGet / sleep) runs here,
-            // inside the grace period, and its duration is subtracted.
-            let hook_seconds = 0;
+            // The preStop hook (exec / httpGet / sleep) runs here, inside
+            // the grace period, and its duration is subtracted.
+            let spec = pod.and_then(|p| crate::prober::worker::find_container(p, name).map(|c| (p, c)));
+            let hook_seconds = match spec {
+                Some((p, c)) => self.pre_stop(p, c, container_id, grace).await,
+                None => 0,
+            };
             let timeout = stop_timeout(grace, hook_seconds, grace_override);
             tracing::info!(grace_period = timeout, "stopping container with a grace period");
             let req = v1::StopContainerRequest {

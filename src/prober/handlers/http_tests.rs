@@ -165,3 +165,24 @@ fn urls_default_scheme_host_and_path() {
     assert_eq!(r.url, "http://example.test:80");
     assert!(!r.headers.contains_key(ACCEPT), "an empty Accept removes it");
 }
+
+#[tokio::test]
+async fn hooks_ignore_status_codes_but_fail_on_transport_errors() {
+    let port = server().await;
+    let c = Container::default();
+    assert_eq!(
+        hook(&action("/bad", port), &c, "127.0.0.1", Duration::from_secs(1)).await,
+        Ok(())
+    );
+    let echo = HttpRequest::new(&action("/echo", port), &c, "127.0.0.1", "kube-lifecycle/1.36").unwrap();
+    let (_, body) = get(hook_client(), &echo, Duration::from_secs(1)).await.unwrap();
+    assert!(body.contains("user-agent: kube-lifecycle/1.36"), "{body}");
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = hook(&action("/ok", closed), &c, "127.0.0.1", Duration::from_secs(1)).await;
+    assert!(err.is_err_and(|e| e.contains("127.0.0.1")));
+}
