@@ -157,22 +157,44 @@ impl RuntimeManager {
         );
         async move {
             let mut result = PodSyncResult::default();
-            let running = status.containers.iter().filter(|c| c.state == ContainerState::Running);
-            let kills = running.map(|c| async move {
-                match self
-                    .kill_container(pod, &c.id, &c.name, "", KillReason::Unknown, grace_override)
-                    .await
-                {
-                    Ok(()) => SyncResult::ok(SyncAction::KillContainer, &c.name),
-                    Err(e) => SyncResult::failed(
-                        SyncAction::KillContainer,
-                        &c.name,
-                        SyncError::new(SyncErrorReason::KillContainerError, e.to_string()),
-                    ),
+            // Native sidecars stop after everything else, last one first.
+            let sidecars: Vec<&str> = pod
+                .and_then(|p| p.spec.as_ref())
+                .and_then(|s| s.init_containers.as_deref())
+                .unwrap_or_default()
+                .iter()
+                .filter(|c| super::sidecars::is_sidecar(c))
+                .map(|c| c.name.as_str())
+                .rev()
+                .collect();
+            let (running_sidecars, running): (Vec<_>, Vec<_>) = status
+                .containers
+                .iter()
+                .filter(|c| c.state == ContainerState::Running)
+                .partition(|c| sidecars.contains(&c.name.as_str()));
+            let kill_one = |c: &super::pod_status::ContainerStatus| {
+                let (id, name) = (c.id.clone(), c.name.clone());
+                async move {
+                    match self
+                        .kill_container(pod, &id, &name, "", KillReason::Unknown, grace_override)
+                        .await
+                    {
+                        Ok(()) => SyncResult::ok(SyncAction::KillContainer, &name),
+                        Err(e) => SyncResult::failed(
+                            SyncAction::KillContainer,
+                            &name,
+                            SyncError::new(SyncErrorReason::KillContainerError, e.to_string()),
+                        ),
+                    }
                 }
-            });
-            for r in join_all(kills).await {
+            };
+            for r in join_all(running.into_iter().map(kill_one)).await {
                 result.add(r);
+            }
+            for name in sidecars {
+                for c in running_sidecars.iter().filter(|c| c.name == name) {
+                    result.add(kill_one(c).await);
+                }
             }
             let mut sandbox_result = SyncResult::ok(SyncAction::KillPodSandbox, status.uid.as_str());
             for sandbox in &status.sandboxes {

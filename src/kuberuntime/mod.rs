@@ -40,6 +40,7 @@ pub mod quantity;
 pub mod restart_rules;
 pub mod sandbox_config;
 pub mod security_context;
+pub mod sidecars;
 pub mod start;
 pub mod sync_pod;
 pub mod sync_result;

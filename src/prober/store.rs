@@ -167,19 +167,22 @@ impl ProbeStore {
         self.map(uid, ProbeKind::Startup)
     }
 
-    /// The containers of the pod whose liveness or startup probe failed, for
-    /// `computePodActions`.
+    /// The containers of the pod whose liveness or startup probe failed (and
+    /// whose startup probe passed), for `computePodActions`.
     pub fn probe_view(&self, uid: &PodUid) -> ProbeView {
         let pods = self.lock();
         let Some(entry) = pods.get(uid) else {
             return ProbeView::new();
         };
-        let failed = entry.results.iter().filter(|(_, o)| **o == ProbeOutcome::Failure);
-        failed.fold(ProbeView::new(), |view, ((kind, id), _)| match kind {
-            ProbeKind::Liveness => view.with_liveness_failure(id.clone()),
-            ProbeKind::Startup => view.with_startup_failure(id.clone()),
-            ProbeKind::Readiness => view,
-        })
+        entry
+            .results
+            .iter()
+            .fold(ProbeView::new(), |view, ((kind, id), outcome)| match (kind, outcome) {
+                (ProbeKind::Liveness, ProbeOutcome::Failure) => view.with_liveness_failure(id.clone()),
+                (ProbeKind::Startup, ProbeOutcome::Failure) => view.with_startup_failure(id.clone()),
+                (ProbeKind::Startup, ProbeOutcome::Success) => view.with_startup_success(id.clone()),
+                _ => view,
+            })
     }
 
     /// After a kubelet restart (an empty store), takes `ready` and `started`
