@@ -133,6 +133,15 @@ fn readiness_gates_ready_and_flaps_with_the_threshold() {
         files.set("/ready", true);
         wait_until(|| ready(&node), Duration::from_secs(3)).await.unwrap();
         assert_eq!(app(&status(&node)).2, 0, "readiness never restarts");
+        let metrics = node.kubelet().probes.metrics().render();
+        for result in ["successful", "failed"] {
+            let series = format!(r#"pod_uid="u-web",probe_type="Readiness",result="{result}"}}"#);
+            assert!(metrics.contains(&series), "{series} in {metrics}");
+        }
+        node.set_pods(vec![]);
+        wait_until(|| !node.kubelet().probes.metrics().render().contains("u-web"), T)
+            .await
+            .unwrap();
     });
 }
 

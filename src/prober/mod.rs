@@ -8,7 +8,8 @@
 //! - [`handlers`] — exec (CRI `ExecSync`), httpGet, tcpSocket, grpc;
 //! - [`worker::ProbeWorker`] — one supervised actor per (pod, container, kind);
 //! - [`manager::ProberManager`] — starts a worker when a container with a
-//!   probe runs, stops it when the pod or the probe goes.
+//!   probe runs, stops it when the pod or the probe goes;
+//! - [`metrics`] — `prober_probe_total` and `prober_probe_duration_seconds`.
 //!
 //! Results feed the sync loop ([`ProbeResult`](crate::messages::probe::ProbeResult)):
 //! a readiness change or a startup result republishes the pod status, a
@@ -18,6 +19,7 @@
 pub mod handlers;
 pub mod logic;
 pub mod manager;
+pub mod metrics;
 pub mod store;
 pub mod worker;
 

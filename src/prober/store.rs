@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::PodStatus;
 
+use super::metrics::ProbeMetrics;
 use crate::kuberuntime::ProbeView;
 use crate::messages::PodUid;
 use crate::messages::probe::{ProbeKind, ProbeOutcome};
@@ -60,11 +61,16 @@ struct PodEntry {
 /// assert_eq!(store.readiness(&uid).get("c1"), Some(&true));
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct ProbeStore(Arc<Mutex<HashMap<PodUid, PodEntry>>>, Arc<AtomicBool>);
+pub struct ProbeStore(Arc<Mutex<HashMap<PodUid, PodEntry>>>, Arc<AtomicBool>, ProbeMetrics);
 
 impl ProbeStore {
     fn lock(&self) -> MutexGuard<'_, HashMap<PodUid, PodEntry>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The probe metrics (`prober_probe_total`, `prober_probe_duration_seconds`).
+    pub fn metrics(&self) -> &ProbeMetrics {
+        &self.2
     }
 
     /// Test kit: the prober manager panics at its next reconcile (a crash
@@ -119,6 +125,8 @@ impl ProbeStore {
     /// Forgets a worker for good (it stopped): its progress and the result
     /// of the container it probed (upstream worker cleanup).
     pub fn remove_worker(&self, uid: &PodUid, container: &str, kind: ProbeKind) {
+        self.2
+            .forget(uid.as_str(), container, crate::prober::worker::kind_name(kind));
         let mut pods = self.lock();
         let Some(entry) = pods.get_mut(uid) else {
             return;

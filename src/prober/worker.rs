@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::handlers::{self, Answer, Raw, Target};
 use super::logic::{Observed, ProbeTiming, StoreOp, Turn, after_probe, before_probe};
+use super::metrics::{Labels, ResultLabel};
 use super::store::{ProbeStore, bare_id};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::cri::SharedRuntime;
@@ -237,10 +238,33 @@ impl ProbeWorker {
             };
             handlers::run_with_retries(&p, target, timeout).await
         };
+        let began = Instant::now();
         ctx.spawn(run.into_actor(self).map(move |answer, act, _ctx| {
             act.in_flight = false;
+            act.count(&pod, &answer, began.elapsed());
             act.record(&pod, &container, &timing, &id, answer);
         }));
+    }
+
+    /// The metrics of one probe run (a probe that could not run is not
+    /// counted, as upstream).
+    fn count(&self, pod: &Pod, answer: &Result<Answer, String>, took: Duration) {
+        let result = match answer {
+            Err(_) => return,
+            Ok(a) => match a.result {
+                Raw::Success | Raw::Warning => ResultLabel::Successful,
+                Raw::Failure => ResultLabel::Failed,
+                Raw::Unknown => ResultLabel::Unknown,
+            },
+        };
+        let labels = Labels {
+            probe_type: kind_name(self.kind).to_string(),
+            container: self.container.clone(),
+            pod: pod.metadata.name.clone().unwrap_or_default(),
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            pod_uid: self.uid.to_string(),
+        };
+        self.deps.store.metrics().observe(&labels, result, took);
     }
 
     /// Upstream `prober.probe` (events) and the end of `doProbe`.
