@@ -131,3 +131,47 @@ spec:
     );
     env.remove_manifest("sick.yaml");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_a_sidecar_completes() {
+    let Some(env) = Env::start("a_job_with_a_sidecar_completes", "side").await else {
+        return;
+    };
+    let yaml = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: job}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - name: proxy
+    image: {BUSYBOX}
+    imagePullPolicy: IfNotPresent
+    restartPolicy: Always
+    command: [sh, -c, "touch /tmp/up; trap 'exit 0' TERM; while true; do sleep 1; done"]
+    startupProbe:
+      exec: {{command: [test, -e, /tmp/up]}}
+      periodSeconds: 1
+  containers:
+  - name: main
+    image: {BUSYBOX}
+    imagePullPolicy: IfNotPresent
+    command: [sh, -c, "sleep 2"]
+"#
+    );
+    env.write_manifest("job.yaml", &yaml);
+    let p = env
+        .wait_pod("job", "Succeeded", Duration::from_secs(90), |p| phase(p) == "Succeeded")
+        .await;
+    let view = env.cri_view().await;
+    let uid = daemon::uid(&p);
+    assert!(view.running_containers_of(&uid).is_empty(), "{}", view.summary());
+    assert_eq!(
+        view.named(&uid, "proxy").len(),
+        1,
+        "the sidecar ran once: {}",
+        view.summary()
+    );
+    env.remove_manifest("job.yaml");
+}
