@@ -326,3 +326,47 @@ fn panicking_probe_actors_do_not_flip_a_ready_container() {
         assert_eq!(not_ready, 0, "no status with a not-ready container was published");
     });
 }
+
+#[test]
+fn a_kubelet_restart_keeps_a_ready_container_ready() {
+    run_paused(async {
+        let behaviour = Behaviour::run_forever().exec_reply(&["check"], ExecResult::exit(0));
+        let mock = MockRuntime::builder().script("app", behaviour).build();
+        let spec = |p: &mut Pod| {
+            p.spec.as_mut().unwrap().containers[0].readiness_probe = Some(Probe {
+                exec: Some(ExecAction {
+                    command: Some(vec!["check".into()]),
+                }),
+                period_seconds: Some(30),
+                ..Default::default()
+            });
+        };
+        let first = TestNode::with_mock(mock.clone());
+        first.set_pods(vec![web(spec)]);
+        wait_until(|| ready(&first), T).await.unwrap();
+        let seen = status(&first);
+        first.shutdown().await.unwrap();
+
+        // The API still has the pod's last status; a new kubelet adopts the
+        // running container and must not report it NotReady while its
+        // readiness probe (period 30 s, jittered) has not run yet.
+        let published: Arc<Mutex<Vec<Arc<PodStatus>>>> = Arc::default();
+        let log = published.clone();
+        let second = TestNode::builder()
+            .mock(mock.clone())
+            .customize(move |b| b.on_pod_status(move |c| log.lock().unwrap().push(c.status)))
+            .start();
+        second.set_pods(vec![web(|p| {
+            spec(p);
+            p.status = Some(seen.clone());
+        })]);
+        wait_until(|| !published.lock().unwrap().is_empty(), T).await.unwrap();
+        holds(&second, "Ready", Duration::from_secs(40), ready).await;
+        let statuses = published.lock().unwrap().clone();
+        assert!(
+            statuses.iter().all(|s| app(s) == (true, true, 0)),
+            "never NotReady: {statuses:?}"
+        );
+        assert_eq!(mock.call_count("CreateContainer"), 1, "the container was adopted");
+    });
+}
