@@ -33,6 +33,7 @@ pub mod pod_config;
 pub mod pod_defaults;
 pub mod static_pod;
 pub mod validate;
+pub mod validate_probes;
 
 pub use file_source::{FileSource, FileSourceConfig};
 pub use http_source::{HttpSource, HttpSourceConfig, HttpSourceError};

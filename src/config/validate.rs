@@ -21,7 +21,7 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             reason: reason.into(),
@@ -91,6 +91,8 @@ pub fn validate_static_pod(pod: &Pod) -> Result<(), FieldError> {
         .map(|(i, c)| (format!("spec.containers[{i}]"), c));
     for (path, container) in init.chain(regular) {
         validate_container(&path, container, &mut names)?;
+        let is_init = path.starts_with("spec.initContainers");
+        super::validate_probes::validate_probes_and_hooks(&path, container, is_init)?;
     }
     let policy = spec.restart_policy.as_deref().unwrap_or_default();
     if !RESTART_POLICIES.contains(&policy) {

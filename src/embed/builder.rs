@@ -317,6 +317,29 @@ impl ActletBuilder {
         self
     }
 
+    /// Standalone mode: calls `f` with every core/v1 Event the kubelet
+    /// records (`Created`, `Started`, `Killing`, `Unhealthy`, …).
+    ///
+    /// ```
+    /// # use std::sync::{Arc, Mutex};
+    /// # use std::time::Duration;
+    /// use actlet::testing::{PodBuilder, TestNode, run_paused, wait_until};
+    ///
+    /// run_paused(async {
+    ///     let reasons: Arc<Mutex<Vec<String>>> = Arc::default();
+    ///     let seen = reasons.clone();
+    ///     let node = TestNode::builder()
+    ///         .customize(move |b| b.on_event(move |e| seen.lock().unwrap().push(e.reason)))
+    ///         .start();
+    ///     node.set_pods(vec![PodBuilder::new("web").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    ///     wait_until(|| reasons.lock().unwrap().iter().any(|r| r == "Started"), Duration::from_secs(60)).await.unwrap();
+    /// });
+    /// ```
+    pub fn on_event(mut self, f: impl Fn(crate::messages::event::RecordEvent) + Send + Sync + 'static) -> Self {
+        self.ext.event_sink = Some(SupervisedRecipient::from_fn(f));
+        self
+    }
+
     /// Sends every pod status change to `recipient` (an actor of yours).
     ///
     /// ```

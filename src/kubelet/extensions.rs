@@ -110,6 +110,20 @@ pub struct Extensions {
     /// assert_eq!(ext.node_observers.len(), 1);
     /// ```
     pub node_observers: Vec<SupervisedRecipient<NodeConditionChanged>>,
+    /// Standalone mode: where core/v1 Events go (with an API client they go
+    /// to the API server instead).
+    ///
+    /// ```
+    /// # use actlet::actors::supervisor::SupervisedRecipient;
+    /// # use actlet::kubelet::Extensions;
+    /// use actlet::messages::event::RecordEvent;
+    /// let ext = Extensions {
+    ///     event_sink: Some(SupervisedRecipient::from_fn(|e: RecordEvent| println!("{}: {}", e.reason, e.message))),
+    ///     ..Default::default()
+    /// };
+    /// assert!(ext.event_sink.is_some());
+    /// ```
+    pub event_sink: Option<SupervisedRecipient<crate::messages::event::RecordEvent>>,
     /// Cluster mode: the API client (node identity `system:node:<name>`).
     /// Adds the `api` pod source and the actors of [`crate::cluster`].
     ///

@@ -212,13 +212,26 @@ pub struct Kubelet {
     /// # use actlet::testing::{PodBuilder, TestNode, wait_for_phase};
     /// # actlet::testing::run_paused(async {
     /// # let node = TestNode::start();
-    /// node.set_pods([PodBuilder::new("web").container("app", "busybox").build()]);
-    /// wait_for_phase(&node, "default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+    /// node.set_pods([PodBuilder::new("web").container("app", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// wait_for_phase(node.kubelet(), "default", "web", "Running", Duration::from_secs(30)).await.unwrap();
     /// let states = node.kubelet().pod_sync_statuses.states();
     /// assert_eq!(states.values().copied().collect::<Vec<_>>(), [WorkerState::Syncing]);
     /// # });
     /// ```
     pub pod_sync_statuses: crate::pod_workers::PodSyncStatuses,
+    /// Probe results (readiness, startup, liveness) by pod and container id.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_until};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// # let kubelet = node.kubelet();
+    /// node.set_pods(vec![PodBuilder::new("web").uid("u1").container("c", "busybox:1.36", ["sleep", "60"]).build()]);
+    /// assert!(kubelet.probes.readiness(&"u1".into()).is_empty()); // no probes
+    /// # });
+    /// ```
+    pub probes: crate::prober::store::ProbeStore,
 }
 
 impl Kubelet {

@@ -229,8 +229,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let statuses = StatusCache::new();
     let cache = PodCache::new();
     let mirror_pods = MirrorPods::new();
+    let probe_store = crate::prober::store::ProbeStore::default();
     let early = cluster::early(ext.api_client.as_ref(), &config, &pods, &statuses, &cache, &mirror_pods);
-    let events = early.events.clone();
+    let events = match (&ext.event_sink, ext.api_client.is_none()) {
+        (Some(sink), true) => crate::events::EventRecorder::new(sink.clone()),
+        _ => early.events.clone(),
+    };
     let clock = config.wall_clock.clone();
     let manager = Arc::new(
         RuntimeManager::new(runtime.clone(), rm_config)
@@ -285,6 +289,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         host_ip: node_ip.clone(),
         runtime_name: config.runtime_name.clone(),
         wall_clock: config.wall_clock.0.clone(),
+        probes: probe_store.clone(),
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
@@ -332,6 +337,19 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     .mailbox_capacity(16 * 1024);
     let sync_ref = sync_loop.child_ref();
     let _ = sync_cell.set(sync_ref.recipient());
+
+    // probe-workers + prober (probe results live in `probe_store`)
+    let prober_deps = crate::prober::worker::ProberDeps {
+        store: probe_store.clone(),
+        statuses: statuses.clone(),
+        pods: pods.clone(),
+        runtime: runtime.clone(),
+        events: events.clone(),
+        results: Some(sync_ref.recipient()),
+        wall_clock: config.wall_clock.0.clone(),
+        started,
+    };
+    let (probe_workers, prober) = crate::prober::tree_children(prober_deps);
 
     // pleg
     let (rt, c, ev, ph, relist) = (
@@ -387,6 +405,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         .child(workers)
         .child(pleg)
         .child(sync_loop)
+        .child(probe_workers)
+        .child(prober)
         .child(pod_config);
     for spec in crate::gc::children(crate::gc::GcInputs {
         config: &config,
@@ -511,5 +531,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         events,
         node: node_handle,
         pod_sync_statuses,
+        probes: probe_store,
     })
 }

@@ -1,5 +1,6 @@
 //! What a sync must do to bring the runtime to the pod spec (upstream v1.30
-//! `computePodActions`, without the sidecar and in-place resize features).
+//! `computePodActions`, without in-place resize; pods with native sidecars
+//! use upstream's `computeInitContainerActions`, see [`super::sidecars`]).
 //!
 //! # Rules
 //! 1. **Sandbox**: (re)create it when there is none, the newest is not ready,
@@ -34,6 +35,7 @@ pub use super::restart_rules::{
     should_container_be_restarted,
 };
 use super::restart_rules::{container_succeeded, containers, init_containers, is_host_network};
+use super::sidecars::{compute_init_container_actions, has_sidecars};
 
 /// Probe results the actions depend on: containers (by CRI id) whose
 /// liveness or startup probe has failed. Empty until the prober is wired in.
@@ -41,6 +43,7 @@ use super::restart_rules::{container_succeeded, containers, init_containers, is_
 pub struct ProbeView {
     liveness_failed: HashSet<String>,
     startup_failed: HashSet<String>,
+    startup_succeeded: HashSet<String>,
 }
 
 impl ProbeView {
@@ -59,6 +62,17 @@ impl ProbeView {
     pub fn with_startup_failure(mut self, id: impl Into<String>) -> Self {
         self.startup_failed.insert(id.into());
         self
+    }
+
+    /// Marks the startup probe of container `id` as passed.
+    pub fn with_startup_success(mut self, id: impl Into<String>) -> Self {
+        self.startup_succeeded.insert(id.into());
+        self
+    }
+
+    /// Whether container `id` passed its startup probe (sidecars wait for it).
+    pub fn startup_succeeded(&self, id: &str) -> bool {
+        self.startup_succeeded.contains(id)
     }
 
     /// Whether container `id` failed its liveness probe.
@@ -121,6 +135,9 @@ pub struct PodActions {
     pub attempt: u32,
     /// Index in `spec.initContainers` of the init container to start next.
     pub next_init_container_to_start: Option<usize>,
+    /// Pods with sidecars: indexes in `spec.initContainers` to start, in
+    /// order (see [`super::sidecars`]).
+    pub init_containers_to_start: Vec<usize>,
     /// Indexes in `spec.containers` of the containers to start.
     pub containers_to_start: Vec<usize>,
     /// Containers to kill, by CRI container id.
@@ -197,6 +214,10 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
             changes.create_sandbox = false;
             return changes;
         }
+        if has_sidecars(pod) {
+            changes.init_containers_to_start = vec![0];
+            return changes;
+        }
         if !init_containers(pod).is_empty() {
             changes.next_init_container_to_start = Some(0);
             return changes;
@@ -229,8 +250,15 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
         }
     }
 
+    let sidecars = has_sidecars(pod);
+    if sidecars {
+        let initialized = compute_init_container_actions(pod, status, probes, &mut changes);
+        if changes.kill_pod || !initialized {
+            return changes;
+        }
+    }
     let init = find_next_init_container_to_run(pod, status);
-    if !init.done {
+    if !sidecars && !init.done {
         if let Some(next) = init.next {
             if init.failed.is_some() && policy == RestartPolicy::Never {
                 changes.kill_pod = true;
@@ -321,6 +349,8 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
 
     if keep_count == 0 && changes.containers_to_start.is_empty() {
         changes.kill_pod = true;
+        // Sidecars do not keep a pod alive.
+        changes.init_containers_to_start.clear();
     }
     changes
 }
@@ -331,6 +361,9 @@ mod container_tests;
 #[cfg(test)]
 #[path = "actions_fixtures.rs"]
 mod fixtures;
+#[cfg(test)]
+#[path = "actions_sidecar_tests.rs"]
+mod sidecar_tests;
 #[cfg(test)]
 #[path = "actions_tests.rs"]
 mod tests;

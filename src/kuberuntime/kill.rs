@@ -7,7 +7,7 @@
 //!    else `terminationGracePeriodSeconds` (default 30).
 //!    Without one (an orphan found after a restart): the same values read back
 //!    from the container's annotations, else 2s.
-//! 2. *(hook point)* the preStop hook runs here and uses up part of it.
+//! 2. The preStop hook runs here (see [`super::hooks`]) and uses up part of it.
 //! 3. At least 2s (`minimumGracePeriodInSeconds`) is left for the stop.
 //! 4. An explicit override (e.g. a force delete) replaces all of the above.
 //!
@@ -116,9 +116,13 @@ impl RuntimeManager {
             if let Some(pod) = pod {
                 self.container_event(pod, name, EventType::Normal, "Killing", message.as_str());
             }
-            // Hook point: the preStop hook (exec / httpGet / sleep) runs here,
-            // inside the grace period, and its duration is subtracted.
-            let hook_seconds = 0;
+            // The preStop hook (exec / httpGet / sleep) runs here, inside
+            // the grace period, and its duration is subtracted.
+            let spec = pod.and_then(|p| crate::prober::worker::find_container(p, name).map(|c| (p, c)));
+            let hook_seconds = match spec {
+                Some((p, c)) => self.pre_stop(p, c, container_id, grace).await,
+                None => 0,
+            };
             let timeout = stop_timeout(grace, hook_seconds, grace_override);
             tracing::info!(grace_period = timeout, "stopping container with a grace period");
             let req = v1::StopContainerRequest {
@@ -153,22 +157,44 @@ impl RuntimeManager {
         );
         async move {
             let mut result = PodSyncResult::default();
-            let running = status.containers.iter().filter(|c| c.state == ContainerState::Running);
-            let kills = running.map(|c| async move {
-                match self
-                    .kill_container(pod, &c.id, &c.name, "", KillReason::Unknown, grace_override)
-                    .await
-                {
-                    Ok(()) => SyncResult::ok(SyncAction::KillContainer, &c.name),
-                    Err(e) => SyncResult::failed(
-                        SyncAction::KillContainer,
-                        &c.name,
-                        SyncError::new(SyncErrorReason::KillContainerError, e.to_string()),
-                    ),
+            // Native sidecars stop after everything else, last one first.
+            let sidecars: Vec<&str> = pod
+                .and_then(|p| p.spec.as_ref())
+                .and_then(|s| s.init_containers.as_deref())
+                .unwrap_or_default()
+                .iter()
+                .filter(|c| super::sidecars::is_sidecar(c))
+                .map(|c| c.name.as_str())
+                .rev()
+                .collect();
+            let (running_sidecars, running): (Vec<_>, Vec<_>) = status
+                .containers
+                .iter()
+                .filter(|c| c.state == ContainerState::Running)
+                .partition(|c| sidecars.contains(&c.name.as_str()));
+            let kill_one = |c: &super::pod_status::ContainerStatus| {
+                let (id, name) = (c.id.clone(), c.name.clone());
+                async move {
+                    match self
+                        .kill_container(pod, &id, &name, "", KillReason::Unknown, grace_override)
+                        .await
+                    {
+                        Ok(()) => SyncResult::ok(SyncAction::KillContainer, &name),
+                        Err(e) => SyncResult::failed(
+                            SyncAction::KillContainer,
+                            &name,
+                            SyncError::new(SyncErrorReason::KillContainerError, e.to_string()),
+                        ),
+                    }
                 }
-            });
-            for r in join_all(kills).await {
+            };
+            for r in join_all(running.into_iter().map(kill_one)).await {
                 result.add(r);
+            }
+            for name in sidecars {
+                for c in running_sidecars.iter().filter(|c| c.name == name) {
+                    result.add(kill_one(c).await);
+                }
             }
             let mut sandbox_result = SyncResult::ok(SyncAction::KillPodSandbox, status.uid.as_str());
             for sandbox in &status.sandboxes {

@@ -172,7 +172,7 @@ pub(crate) fn go_duration(d: std::time::Duration) -> String {
 }
 
 /// Go's `time.Duration.String()`: `0s`, `523.4ms`, `1.5s`, `1m2.25s`.
-pub(crate) fn go_duration_precise(d: std::time::Duration) -> String {
+pub fn go_duration_precise(d: std::time::Duration) -> String {
     fn frac(whole: u128, rest: u128, digits: usize, unit: &str) -> String {
         let rest = format!("{rest:0digits$}");
         let rest = rest.trim_end_matches('0');

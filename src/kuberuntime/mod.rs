@@ -16,7 +16,7 @@
 //! - [`sync_result`]: what a sync did, step by step.
 //!
 //! The async executor is split by verb: [`manager`] (the struct), [`sync_pod`],
-//! [`start`], [`kill`], [`image`].
+//! [`start`], [`kill`], [`hooks`], [`image`].
 
 #![warn(missing_docs)]
 
@@ -29,6 +29,7 @@ pub mod dns;
 pub mod env;
 pub mod expansion;
 pub mod hash;
+pub mod hooks;
 pub mod image;
 pub mod kill;
 pub mod labels;
@@ -39,6 +40,7 @@ pub mod quantity;
 pub mod restart_rules;
 pub mod sandbox_config;
 pub mod security_context;
+pub mod sidecars;
 pub mod start;
 pub mod sync_pod;
 pub mod sync_result;

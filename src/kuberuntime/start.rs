@@ -1,10 +1,11 @@
 //! Starting one container (upstream `doBackOff` + `startContainer`):
 //! restart backoff, image, log directory, config, `CreateContainer`,
-//! `StartContainer`, legacy log symlink, postStart hook point.
+//! `StartContainer`, legacy log symlink, postStart hook.
 //!
 //! Events (upstream's, about the container): `BackOff` (Warning) while in
 //! restart backoff, `Created`, `Started`, and `Failed` with `Error: <why>`
-//! when the image, the config, `CreateContainer` or `StartContainer` fails.
+//! when the image, the config, `CreateContainer` or `StartContainer` fails
+//! (a failed postStart hook has its own event, see [`super::hooks`]).
 
 use std::path::{Path, PathBuf};
 
@@ -183,7 +184,9 @@ impl RuntimeManager {
         let (pod, status) = (ctx.pod, ctx.status);
         self.check_restart_backoff(pod, container, status)?;
         let result = self.create_and_start(ctx, container, mounts).await;
-        if let Err(e) = &result {
+        if let Err(e) = &result
+            && e.reason != SyncErrorReason::PostStartHookError
+        {
             // Upstream `startContainer`: every failure after the backoff check
             // is a `Failed` event; image failures name their reason.
             let why = match e.reason {
@@ -277,8 +280,11 @@ impl RuntimeManager {
         );
         self.link_legacy_log(pod, &container.name, &id, &sandbox_config.log_directory, &log_path)
             .await;
-        // Hook point: the postStart hook runs here; if it fails the container
-        // is killed with reason FailedPostStartHook (`PostStartHookError`).
+        // The postStart hook; if it fails the container is killed
+        // (`FailedPostStartHook`) and the start fails (`PostStartHookError`).
+        if let Err(msg) = self.post_start(pod, container, &id).await {
+            return Err(SyncError::new(SyncErrorReason::PostStartHookError, msg));
+        }
         Ok(id)
     }
 

@@ -11,8 +11,10 @@
 //! 4. Create the sandbox if needed (log directory, `RunPodSandbox`, then
 //!    `PodSandboxStatus` for its IPs).
 //! 5. Build the sandbox config the containers are created with.
-//! 6. Start the next init container (stop on failure), else the containers
-//!    to start (each independently).
+//! 6. Start the next init container (stop on failure) — with native
+//!    sidecars, the init containers to start in order (a sidecar that fails
+//!    to start does not stop the others) — then the containers to start
+//!    (each independently).
 //!
 //! Every step is recorded in the returned [`PodSyncResult`]. A failure never
 //! panics or retries inside the sync: the caller retries later (the next
@@ -154,6 +156,17 @@ impl RuntimeManager {
                 .await
             {
                 return result;
+            }
+        }
+        for &i in &actions.init_containers_to_start {
+            let Some(container) = init_containers.get(i) else {
+                continue;
+            };
+            let started = self
+                .start_one(ctx, container, options, &mut result, "init container")
+                .await;
+            if !started && !super::sidecars::is_sidecar(container) {
+                return result; // initialization failed: nothing more to start
             }
         }
         let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();

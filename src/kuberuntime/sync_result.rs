@@ -62,6 +62,8 @@ pub enum SyncErrorReason {
     InvalidImageName,
     /// `ImageStatus` failed.
     ImageInspectError,
+    /// The postStart hook failed (the container was killed).
+    PostStartHookError,
 }
 
 impl SyncErrorReason {
@@ -81,6 +83,7 @@ impl SyncErrorReason {
             SyncErrorReason::ErrImageNeverPull => "ErrImageNeverPull",
             SyncErrorReason::InvalidImageName => "InvalidImageName",
             SyncErrorReason::ImageInspectError => "ImageInspectError",
+            SyncErrorReason::PostStartHookError => "PostStartHookError",
         }
     }
 

@@ -31,6 +31,8 @@ pub struct WorkerDeps {
     pub runtime_name: String,
     /// Wall clock for API timestamps.
     pub wall_clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+    /// Probe results (readiness, started, liveness/startup failures).
+    pub probes: crate::prober::store::ProbeStore,
 }
 
 impl std::fmt::Debug for WorkerDeps {

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::deps::WorkerDeps;
 use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
-use crate::kuberuntime::{PodSyncResult, ProbeView, SyncAction, SyncErrorReason, SyncPodOptions};
+use crate::kuberuntime::{PodSyncResult, SyncAction, SyncErrorReason, SyncPodOptions};
 use crate::messages::event::EventType;
 use crate::messages::pod_work::{KillOptions, KillStatus};
 use crate::messages::status::UpdatePodStatus;
@@ -112,10 +112,22 @@ pub fn publish_status(
     terminal: Option<&KillStatus>,
     pod_is_terminal: bool,
 ) -> PodStatus {
-    let previous = deps.statuses.get(&pod_uid(pod));
+    let uid = pod_uid(pod);
+    let previous = deps.statuses.get(&uid);
+    deps.probes.seed_from(
+        &uid,
+        previous
+            .as_ref()
+            .map_or(pod.status.as_ref().unwrap_or(&PodStatus::default()), |v| {
+                v.status.as_ref()
+            }),
+    );
+    let (readiness, started) = (deps.probes.readiness(&uid), deps.probes.started(&uid));
     let input = StatusInput {
         previous: previous.as_ref().map(|v| v.status.as_ref()),
         waiting,
+        readiness: &readiness,
+        started: &started,
         host_ip: deps.host_ip.clone(),
         runtime_name: &deps.runtime_name,
         pod_is_terminal,
@@ -196,7 +208,7 @@ pub async fn sync_pod(
         .sync_pod(
             pod,
             &status,
-            &ProbeView::default(),
+            &deps.probes.probe_view(&pod_uid(pod)),
             &SyncPodOptions {
                 cancel,
                 ..SyncPodOptions::default()

@@ -453,13 +453,13 @@ impl Handler<SyncFinished> for SyncLoop {
 impl Handler<ProbeResult> for SyncLoop {
     type Result = ();
 
-    /// Upstream `handleProbeSync`: a liveness or startup failure (or a
-    /// readiness change) syncs the pod at once; the worker decides what to
+    /// Upstream `handleProbeSync`: a liveness failure, a readiness change or
+    /// a startup result syncs the pod at once; the worker decides what to
     /// restart.
     fn handle(&mut self, msg: ProbeResult, _ctx: &mut Self::Context) {
         let worth = match msg.kind {
-            ProbeKind::Liveness | ProbeKind::Startup => msg.outcome == ProbeOutcome::Failure,
-            ProbeKind::Readiness => true,
+            ProbeKind::Liveness => msg.outcome == ProbeOutcome::Failure,
+            ProbeKind::Readiness | ProbeKind::Startup => true,
         };
         if worth {
             self.sync_uid(&msg.uid, UpdateType::Sync);
