@@ -51,6 +51,8 @@ pub struct StartContext<'a> {
     pub sandbox_config: &'a v1::PodSandboxConfig,
     /// The pod's IPs.
     pub pod_ips: &'a [String],
+    /// The pod's volumes and env objects (from the volume manager).
+    pub volumes: Option<&'a crate::volumes::PodVolumeContext>,
 }
 
 impl RuntimeManager {
@@ -213,6 +215,7 @@ impl RuntimeManager {
             sandbox_id,
             sandbox_config,
             pod_ips,
+            volumes,
         } = ctx;
         let image = self.ensure_image(pod, container, sandbox_config).await?;
         let restart_count = self.next_restart_count(pod, container, status).await;
@@ -233,6 +236,7 @@ impl RuntimeManager {
             image_user: &image.user,
             pod_ips,
             mounts,
+            volumes,
         };
         let config = generate_container_config(input, &self.config).map_err(|e| config_error(e.to_string()))?;
         let log_path = config.log_path.clone();

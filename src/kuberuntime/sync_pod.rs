@@ -36,8 +36,10 @@ use crate::messages::event::EventType;
 /// Inputs of a sync that come from other managers.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SyncPodOptions {
-    /// Mounts per container name, from the volume manager (later issue).
+    /// Extra mounts per container name.
     pub mounts: HashMap<String, Vec<v1::Mount>>,
+    /// The pod's volumes and env objects, from the volume manager.
+    pub volumes: Option<std::sync::Arc<crate::volumes::PodVolumeContext>>,
 }
 
 impl RuntimeManager {
@@ -131,6 +133,7 @@ impl RuntimeManager {
             sandbox_id: &sandbox_id,
             sandbox_config: &sandbox_config,
             pod_ips: &pod_ips,
+            volumes: options.volumes.as_deref(),
         };
         let spec = pod.spec.as_ref();
         let init_containers = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default();

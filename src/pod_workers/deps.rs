@@ -31,6 +31,8 @@ pub struct WorkerDeps {
     pub runtime_name: String,
     /// Wall clock for API timestamps.
     pub wall_clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+    /// The volume manager (waits for a pod's volumes before its sync).
+    pub volumes: crate::volumes::VolumeHandle,
 }
 
 impl std::fmt::Debug for WorkerDeps {

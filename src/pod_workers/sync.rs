@@ -190,9 +190,21 @@ pub async fn sync_pod(
         });
         return out;
     }
+    // Upstream: wait for the pod's volumes (bounded) before the runtime sync.
+    let volumes = match deps.volumes.prepare(pod).await {
+        Ok(v) => v.map(Arc::new),
+        Err(e) => {
+            out.error = Some(format!("unable to attach or mount volumes: {e}"));
+            return out;
+        }
+    };
+    let options = SyncPodOptions {
+        volumes,
+        ..SyncPodOptions::default()
+    };
     let result = deps
         .runtime
-        .sync_pod(pod, &status, &ProbeView::default(), &SyncPodOptions::default())
+        .sync_pod(pod, &status, &ProbeView::default(), &options)
         .await;
     out.waiting = waiting_from(&result);
     let in_backoff = result.results.iter().any(|r| {

@@ -21,6 +21,7 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
         host_ip: None,
         runtime_name: "mock".into(),
         wall_clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+        volumes: crate::volumes::VolumeHandle::disabled(),
     }
 }
 
