@@ -79,3 +79,7 @@ impl Handler<Reconcile> for VolumeManager {
         self.kick(ctx);
     }
 }
+
+#[cfg(test)]
+#[path = "actor_tests.rs"]
+mod tests;
