@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use actlet::cri::conformance::{self, ConformanceEnv};
 use actlet::cri::mock::{
-    Behaviour, CallOutcome, ExecResult, Fault, LogStream, Match, MockRuntime, OnTerm, Script, parse_cri_log_line,
+    Behaviour, CallOutcome, ExecResult, Fault, LogStream, Match, MockImage, MockRuntime, OnTerm, Script,
+    parse_cri_log_line,
 };
 use actlet::cri::server::CriServer;
 use actlet::cri::v1::{self, ContainerState, NamespaceMode, PodSandboxState};
@@ -123,6 +124,47 @@ async fn grpc_client_deadline_ends_a_hung_call() {
     mock.fail_next("Version", 1, Code::ResourceExhausted, "busy");
     let err = client.version(Default::default()).await.unwrap_err();
     assert_eq!((err.code, err.message.as_str()), (Code::ResourceExhausted, "busy"));
+}
+
+/// Per-verb deadlines (issue #10): StopContainer's deadline is the request
+/// timeout plus the grace period the runtime is asked to wait, and PullImage
+/// has none. With the request timeout as the only deadline, a grace period
+/// longer than it failed and was retried with a new SIGTERM every second,
+/// and a slow pull looped ErrImagePull.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_stop_waits_its_grace_and_pull_has_no_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockRuntime::builder()
+        .script("stubborn", Behaviour::run_forever().ignore_sigterm())
+        .build();
+    let (client, _stop) = serve(mock.clone(), dir.path(), Duration::from_millis(500)).await;
+    let pod = run_pod(&mock, "grace").await;
+    let id = start(&mock, &pod, "stubborn", 0).await;
+    let t = Instant::now();
+    client
+        .stop_container(v1::StopContainerRequest {
+            container_id: id.clone(),
+            timeout: 2,
+        })
+        .await
+        .expect("a 2 s grace with a 0.5 s request timeout");
+    assert!(t.elapsed() >= Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(status(&mock, &id).await.exit_code, 137, "killed after its grace");
+
+    mock.publish_image(MockImage::new("registry.local/big:1"), Duration::from_millis(1500));
+    client
+        .pull_image(v1::PullImageRequest {
+            image: Some(v1::ImageSpec {
+                image: "registry.local/big:1".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect("a 1.5 s pull outlives the 0.5 s request timeout");
+    // The others keep the request timeout.
+    mock.inject("ListContainers", Fault::hang_forever());
+    assert!(client.list_containers(Default::default()).await.is_err());
 }
 
 // ------------------------------------------------------------------ helpers

@@ -47,11 +47,15 @@ if [ ${#missing[@]} -eq 0 ] && [ ${#missing_opt[@]} -eq 0 ]; then
     exit 0
 fi
 
+# Another apt (unattended-upgrades on a fresh machine) may hold the dpkg
+# lock: wait for it (up to 10 min) instead of failing at once.
+APT_WAIT=(-o DPkg::Lock::Timeout=600)
+
 updated=0
 apt_update() {
     if [ "$updated" -eq 0 ]; then
         log "apt-get update"
-        apt-get update -qq >&2
+        apt-get "${APT_WAIT[@]}" update -qq >&2
         updated=1
     fi
 }
@@ -80,7 +84,7 @@ fi
 
 apt_update
 log "installing: ${to_install[*]}"
-apt-get install -y -qq --no-install-recommends "${to_install[@]}" >&2
+apt-get "${APT_WAIT[@]}" install -y -qq --no-install-recommends "${to_install[@]}" >&2
 
 # Debian's containerd package may start a service on systems with systemd; we
 # run our own instance, so it does not matter, but tell the user.

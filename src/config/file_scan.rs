@@ -2,9 +2,11 @@
 //! `extractFromDir`). Blocking: the [`FileSource`] runs it on the blocking
 //! pool.
 //!
-//! - A directory: every entry whose name does not start with `.` and ends in
-//!   `.yaml`, `.yml` or `.json`, sorted by name, that is a regular file after
-//!   following symlinks. Subdirectories are not entered.
+//! - A directory: every entry whose name does not start with `.` (upstream
+//!   globs `[^.]*`: whatever the extension, so `pod.manifest` or an editor's
+//!   `pod.yaml~` is read too — the latter reported if it does not parse),
+//!   sorted by name, that is a regular file after following symlinks.
+//!   Subdirectories are not entered.
 //! - A regular file: that file alone, whatever its name.
 //! - A path that does not exist: [`ScanOutcome::Missing`] (upstream sends an
 //!   empty set, so the source's pods go away and the source counts as seen).
@@ -39,7 +41,7 @@ pub enum ScanOutcome {
 
 /// Whether a directory entry named `name` is a manifest.
 pub fn is_manifest_name(name: &str) -> bool {
-    !name.starts_with('.') && [".yaml", ".yml", ".json"].iter().any(|ext| name.ends_with(ext))
+    !name.is_empty() && !name.starts_with('.')
 }
 
 /// Scans `path` (a directory or a file) and loads every manifest for `node_name`.
@@ -140,10 +142,18 @@ mod tests {
 
     #[test]
     fn manifest_names() {
-        for name in ["a.yaml", "b.yml", "c.json", "..yaml"] {
-            assert_eq!(is_manifest_name(name), name != "..yaml", "{name}");
+        for name in [
+            "a.yaml",
+            "b.yml",
+            "c.json",
+            "a.txt",
+            "a",
+            "a.yaml~",
+            "kube-apiserver.manifest",
+        ] {
+            assert!(is_manifest_name(name), "{name}");
         }
-        for name in [".a.yaml", "a.yaml.swp", "a.txt", "a", "a.yaml~"] {
+        for name in ["..yaml", ".a.yaml", ".a.yaml.swp", ".", ""] {
             assert!(!is_manifest_name(name), "{name}");
         }
     }
@@ -160,10 +170,11 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("b.yaml"), dir.path().join("d.yaml")).unwrap();
         let reads = summary(scan(dir.path(), "n"));
         let files: Vec<_> = reads.iter().map(|(file, _)| file.as_str()).collect();
-        assert_eq!(files, ["a.json", "b.yaml", "c.yml", "d.yaml"]);
+        assert_eq!(files, ["a.json", "b.yaml", "c.yml", "d.yaml", "notes.txt"]);
         assert_eq!(reads[0].1, Ok(vec!["a-n".to_owned()]));
         assert!(reads[2].1.as_ref().unwrap_err().starts_with("couldn't parse as pod"));
         assert_eq!(reads[3].1, Ok(vec!["b-n".to_owned()]), "symlinks are followed");
+        assert_eq!(reads[4].1, Ok(vec!["txt-n".to_owned()]), "any extension, as upstream");
     }
 
     #[test]

@@ -38,5 +38,5 @@ pub use file_source::{FileSource, FileSourceConfig};
 pub use http_source::{HttpSource, HttpSourceConfig, HttpSourceError};
 pub use last_good::{LastGoodManifests, ManifestRead};
 pub use merge::{MergeResult, PodStorage};
-pub use pod_config::{GetManifestErrors, ManifestErrors, PodConfig};
+pub use pod_config::{GetManifestErrors, ManifestErrors, PodConfig, PodConfigState};
 pub use static_pod::{ManifestOrigin, load_static_pods};

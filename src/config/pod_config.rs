@@ -23,6 +23,7 @@
 //! per re-read, so this is bounded by the number of sources).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::actors::supervisor::SupervisedRecipient;
@@ -54,14 +55,58 @@ impl ManifestErrors {
 }
 
 /// The merge actor; see the module doc.
+///
+/// # State
+/// Owned, in [`PodConfigState`] (survives a restart): the merged pods per
+/// source, whether sources-ready was sent, the manifest errors. A restarted
+/// instance therefore still knows every pod it announced, so a manifest
+/// removed around the restart is REMOVEd on the next snapshot instead of
+/// running until actlet restarts.
 pub struct PodConfig {
     published: Option<ManifestErrors>,
-    storage: PodStorage,
+    state: PodConfigState,
     expected: Vec<PodSource>,
     updates: SupervisedRecipient<PodUpdate>,
     ready: SupervisedRecipient<SourcesReady>,
+}
+
+/// The merge state of [`PodConfig`], shared so it outlives any instance.
+///
+/// ```
+/// use actlet::config::PodConfigState;
+/// let state = PodConfigState::default();
+/// let kept = state.clone(); // handed to every instance by the factory
+/// # let _ = kept;
+/// ```
+#[derive(Clone, Default)]
+pub struct PodConfigState(Arc<Mutex<Merge>>);
+
+impl std::fmt::Debug for PodConfigState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodConfigState").finish_non_exhaustive()
+    }
+}
+
+struct Merge {
+    storage: PodStorage,
     ready_sent: bool,
     errors: BTreeMap<PodSource, Vec<ManifestError>>,
+}
+
+impl Default for Merge {
+    fn default() -> Self {
+        Self {
+            storage: PodStorage::new(),
+            ready_sent: false,
+            errors: BTreeMap::new(),
+        }
+    }
+}
+
+impl PodConfigState {
+    fn lock(&self) -> MutexGuard<'_, Merge> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl PodConfig {
@@ -75,13 +120,17 @@ impl PodConfig {
         let (updates, ready) = (updates.into(), ready.into());
         Self {
             published: None,
-            storage: PodStorage::new(),
+            state: PodConfigState::default(),
             expected: expected_sources.into_iter().collect(),
             updates,
             ready,
-            ready_sent: false,
-            errors: BTreeMap::new(),
         }
+    }
+
+    /// Keeps the merge state in `state`, which outlives this instance.
+    pub fn with_state(mut self, state: PodConfigState) -> Self {
+        self.state = state;
+        self
     }
 
     /// Also publishes the manifest errors into `handle`.
@@ -91,8 +140,9 @@ impl PodConfig {
     }
 
     fn check_ready(&mut self) {
-        if !self.ready_sent && self.storage.all_ready(&self.expected) {
-            self.ready_sent = true;
+        let mut merge = self.state.lock();
+        if !merge.ready_sent && merge.storage.all_ready(&self.expected) {
+            merge.ready_sent = true;
             tracing::info!(sources = ?self.expected, "all pod sources ready");
             if let Err(e) = self.ready.do_send(SourcesReady) {
                 tracing::warn!(error = %e, "cannot report sources ready");
@@ -118,7 +168,8 @@ impl Handler<SourceSnapshot> for PodConfig {
             pods,
             mut errors,
         } = snapshot;
-        let result = self.storage.apply_snapshot(&source, pods, now());
+        let mut merge = self.state.lock();
+        let result = merge.storage.apply_snapshot(&source, pods, now());
         for pod in &result.duplicates {
             let (namespace, name) = crate::config::last_good::full_name(pod);
             let uid = pod.metadata.uid.as_deref().unwrap_or_default();
@@ -129,10 +180,11 @@ impl Handler<SourceSnapshot> for PodConfig {
                 reason,
             });
         }
-        self.errors.insert(source.clone(), errors);
+        merge.errors.insert(source.clone(), errors);
         if let Some(p) = &self.published {
-            p.set(self.errors.values().flatten().cloned().collect());
+            p.set(merge.errors.values().flatten().cloned().collect());
         }
+        drop(merge);
         for update in result.into_updates(&source) {
             tracing::debug!(source = source.as_str(), op = ?update.op, pods = update.pods.len(), "pod config update");
             if let Err(e) = self.updates.do_send(update) {
@@ -147,7 +199,7 @@ impl Handler<GetManifestErrors> for PodConfig {
     type Result = MessageResult<GetManifestErrors>;
 
     fn handle(&mut self, _: GetManifestErrors, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.errors.values().flatten().cloned().collect())
+        MessageResult(self.state.lock().errors.values().flatten().cloned().collect())
     }
 }
 

@@ -162,19 +162,83 @@ impl CriClient {
         self.timeout
     }
 
-    fn request<T>(&self, msg: T) -> tonic::Request<T> {
-        let mut req = tonic::Request::new(msg);
-        req.set_timeout(self.timeout);
-        req
+    /// A call's error; one that means the runtime cannot be reached names
+    /// the socket, so "runtime down" logs say where actlet looked.
+    fn error(&self, method: &'static str, status: tonic::Status) -> CriError {
+        let mut err = CriError::from_status(method, status);
+        if err.is_unavailable() {
+            err.message = format!(
+                "container runtime unreachable at unix://{}: {}",
+                self.socket.display(),
+                err.message
+            );
+        }
+        err
     }
 
-    /// ExecSync's deadline is the command's own timeout plus the call timeout,
-    /// as upstream does, so a probe timeout is reported by the runtime.
-    fn exec_request(&self, msg: ExecSyncRequest) -> tonic::Request<ExecSyncRequest> {
-        let extra = Duration::from_secs(u64::try_from(msg.timeout).unwrap_or(0));
+    fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        self.request_with(msg, Deadline::Timeout)
+    }
+
+    fn request_with<T>(&self, msg: T, deadline: Deadline) -> tonic::Request<T> {
         let mut req = tonic::Request::new(msg);
-        req.set_timeout(self.timeout + extra);
+        if let Some(d) = deadline.resolve(self.timeout) {
+            req.set_timeout(d);
+        }
         req
+    }
+}
+
+/// The gRPC deadline of one CRI call, by verb (upstream
+/// `remote_runtime.go` / `remote_image.go`).
+///
+/// | call | deadline |
+/// |---|---|
+/// | most calls | `runtimeRequestTimeout` |
+/// | `StopContainer` | `runtimeRequestTimeout` + the grace period the runtime is asked to wait |
+/// | `ExecSync` | `runtimeRequestTimeout` + the command's timeout; none when the command has none |
+/// | `PullImage` | none (a big image may take long; the kubelet cancels it only on purpose) |
+///
+/// ```
+/// use std::time::Duration;
+/// use actlet::cri::client::Deadline;
+/// let t = Duration::from_secs(120);
+/// assert_eq!(Deadline::Timeout.resolve(t), Some(t));
+/// assert_eq!(Deadline::TimeoutPlus(300).resolve(t), Some(Duration::from_secs(420)));
+/// assert_eq!(Deadline::None.resolve(t), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// `runtimeRequestTimeout`.
+    Timeout,
+    /// `runtimeRequestTimeout` plus this many seconds (negative counts as 0).
+    TimeoutPlus(i64),
+    /// No deadline.
+    None,
+}
+
+impl Deadline {
+    /// The deadline for a client whose `runtimeRequestTimeout` is `timeout`.
+    pub fn resolve(self, timeout: Duration) -> Option<Duration> {
+        match self {
+            Self::Timeout => Some(timeout),
+            Self::TimeoutPlus(secs) => Some(timeout + Duration::from_secs(u64::try_from(secs).unwrap_or(0))),
+            Self::None => None,
+        }
+    }
+
+    /// The deadline of `StopContainer` asked to wait `grace_seconds`.
+    pub fn stop_container(grace_seconds: i64) -> Self {
+        Self::TimeoutPlus(grace_seconds)
+    }
+
+    /// The deadline of `ExecSync` with a command timeout of `timeout_seconds`.
+    pub fn exec_sync(timeout_seconds: i64) -> Self {
+        if timeout_seconds > 0 {
+            Self::TimeoutPlus(timeout_seconds)
+        } else {
+            Self::None
+        }
     }
 }
 
@@ -188,19 +252,28 @@ macro_rules! client_impl {
                     let req = client_impl!(@request self, $name, req);
                     let mut client = self.runtime.clone();
                     client.$name(req).await.map(tonic::Response::into_inner)
-                        .map_err(|s| CriError::from_status($grpc, s))
+                        .map_err(|s| self.error($grpc, s))
                 }
             )*
             $(
                 async fn $iname(&self, req: $ireq) -> CriResult<$iresp> {
+                    let req = client_impl!(@request self, $iname, req);
                     let mut client = self.image.clone();
-                    client.$iname(self.request(req)).await.map(tonic::Response::into_inner)
-                        .map_err(|s| CriError::from_status($igrpc, s))
+                    client.$iname(req).await.map(tonic::Response::into_inner)
+                        .map_err(|s| self.error($igrpc, s))
                 }
             )*
         }
     };
-    (@request $self:ident, exec_sync, $req:ident) => { $self.exec_request($req) };
+    (@request $self:ident, exec_sync, $req:ident) => {{
+        let d = Deadline::exec_sync($req.timeout);
+        $self.request_with($req, d)
+    }};
+    (@request $self:ident, stop_container, $req:ident) => {{
+        let d = Deadline::stop_container($req.timeout);
+        $self.request_with($req, d)
+    }};
+    (@request $self:ident, pull_image, $req:ident) => { $self.request_with($req, Deadline::None) };
     (@request $self:ident, $other:ident, $req:ident) => { $self.request($req) };
 }
 cri_calls!(client_impl);
@@ -241,5 +314,6 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.method, "Version");
         assert!(err.is_unavailable(), "{err}");
+        assert!(err.message.contains("none.sock"), "names the endpoint: {err}");
     }
 }

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::config::KubeletConfig;
 use super::node_facts::{MachineInfo, NodeFacts};
-use crate::actors::supervisor::{AnyChildSpec, ChildSpec, SupervisedRecipient};
+use crate::actors::supervisor::{AnyChildSpec, ChildSpec, Criticality, SupervisedRecipient};
 use crate::cluster::node::LocalNodeConditions;
 use crate::cluster::{
     ApiSource, EventRecorderActor, LeaseActor, LeaseDeps, MirrorPodDeps, MirrorPodManager, MirrorPods, NodeActor,
@@ -67,8 +67,11 @@ pub(super) fn early(
         };
     };
     let (c, node) = (client.clone(), config.node_name.clone());
+    // Events are best effort (upstream drops them when the API is away): a
+    // failing recorder is retried, never a reason to stop managing pods.
     let events_spec = ChildSpec::new("events", move || EventRecorderActor::new(c.clone(), node.clone()))
-        .mailbox_capacity(EVENTS_MAILBOX);
+        .mailbox_capacity(EVENTS_MAILBOX)
+        .criticality(Criticality::NonCritical);
     let events = EventRecorder::new(events_spec.child_ref().recipient());
 
     let mut deps = StatusSyncDeps::new(

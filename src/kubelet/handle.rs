@@ -203,6 +203,22 @@ pub struct Kubelet {
     /// # });
     /// ```
     pub node: NodeHandle,
+    /// Per-pod lifecycle records of the pod workers (upstream
+    /// `podSyncStatuses`): syncing, terminating, terminated.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::messages::pod_work::WorkerState;
+    /// # use actlet::testing::{PodBuilder, TestNode, wait_for_phase};
+    /// # actlet::testing::run_paused(async {
+    /// # let node = TestNode::start();
+    /// node.set_pods([PodBuilder::new("web").container("app", "busybox").build()]);
+    /// wait_for_phase(&node, "default", "web", "Running", Duration::from_secs(30)).await.unwrap();
+    /// let states = node.kubelet().pod_sync_statuses.states();
+    /// assert_eq!(states.values().copied().collect::<Vec<_>>(), [WorkerState::Syncing]);
+    /// # });
+    /// ```
+    pub pod_sync_statuses: crate::pod_workers::PodSyncStatuses,
 }
 
 impl Kubelet {

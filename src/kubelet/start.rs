@@ -34,12 +34,15 @@ use super::config::KubeletConfig;
 use super::extensions::Extensions;
 use super::handle::Kubelet;
 use super::node_facts::{NodeFacts, detect_node_ip};
-use crate::actors::supervisor::{ChildRef, ChildSpec, RestartPolicy, Strategy, SupervisedRecipient, SupervisorSpec};
+use crate::actors::supervisor::{
+    ChildRef, ChildSpec, Criticality, RestartBackoff, RestartPolicy, Strategy, SupervisedRecipient, SupervisorSpec,
+};
 use crate::admission::NodeAllocatable;
 use crate::cluster::node::status::HARD_EVICTION_MEMORY;
 use crate::cluster::{MirrorPods, NodeHandle};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
+    PodConfigState,
 };
 use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
@@ -49,13 +52,13 @@ use crate::messages::pod_update::PodSource;
 use crate::messages::pod_work::SyncFinished;
 use crate::pleg::{Pleg, PlegHealthHandle, PodCache};
 use crate::pod_manager::PodManager;
-use crate::pod_workers::{PodWorkers, WorkerDeps};
+use crate::pod_workers::{PodSyncStatuses, PodWorkers, WorkerDeps};
 use crate::runtime_health::RuntimeHealth;
 use crate::server::actor::Routes;
 use crate::server::routes::sync_loop_threshold;
 use crate::server::{HealthState, HttpServer, ServerAddrs, ServerState};
 use crate::status::{StatusCache, StatusManager};
-use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat};
+use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat, SyncLoopState};
 
 /// The system could not be started.
 ///
@@ -85,6 +88,15 @@ pub enum StartError {
     #[error(transparent)]
     HttpSource(#[from] HttpSourceError),
 }
+
+/// HTTP servers are not critical: one that cannot listen (port taken) is
+/// retried every 5 s, as upstream retries its listeners, while pods keep
+/// being managed.
+pub const SERVER_RETRY: RestartBackoff = RestartBackoff {
+    initial: Duration::from_secs(5),
+    max: Duration::from_secs(5),
+    reset_after: Duration::from_secs(60),
+};
 
 /// Status-manager mailbox slots per allowed pod.
 const STATUS_MAILBOX_PER_POD: usize = 4;
@@ -288,12 +300,21 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let (mc, scl) = (me_cell.clone(), sync_cell.clone());
+    // Per-pod lifecycle records: owned by nobody that can crash.
+    let pod_sync_statuses = PodSyncStatuses::default();
+    let pss = pod_sync_statuses.clone();
     let workers = ChildSpec::new("pod-workers-manager", move || {
         let me = mc
             .get()
             .cloned()
             .unwrap_or_else(|| SupervisedRecipient::from_fn(|_| {}));
-        PodWorkers::new(deps.clone(), workers_sup_ref.clone(), me, scl.get().cloned())
+        PodWorkers::new(
+            deps.clone(),
+            workers_sup_ref.clone(),
+            me,
+            scl.get().cloned(),
+            pss.clone(),
+        )
     })
     .mailbox_capacity(16 * 1024);
     let workers_ref = workers.child_ref();
@@ -310,9 +331,13 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     );
     let allocatable = node_allocatable(&config, &facts);
     let st = statuses.clone();
+    let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
+    let forget = status_ref.recipient();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
+            .with_state(sync_state.clone(), pss.clone())
+            .with_status_forgetting(forget.clone())
     })
     .mailbox_capacity(16 * 1024);
     let sync_ref = sync_loop.child_ref();
@@ -351,8 +376,11 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let exp = expected.clone();
     let manifest_errors = ManifestErrors::default();
     let me = manifest_errors.clone();
+    let merge_state = PodConfigState::default();
     let pod_config = ChildSpec::new("pod-config", move || {
-        PodConfig::new(exp.clone(), updates.clone(), ready.clone()).with_published_errors(me.clone())
+        PodConfig::new(exp.clone(), updates.clone(), ready.clone())
+            .with_published_errors(me.clone())
+            .with_state(merge_state.clone())
     });
     let pc_ref = pod_config.child_ref();
 
@@ -450,14 +478,20 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             ChildSpec::new("healthz", move || {
                 HttpServer::new("healthz", addr, Routes::Healthz, st.clone(), b.clone())
             })
-            .restart(RestartPolicy::Permanent),
+            .restart(RestartPolicy::Permanent)
+            .criticality(Criticality::NonCritical)
+            .backoff(SERVER_RETRY),
         );
     }
     if let Some(addr) = config.read_only_addr {
         let (st, b) = (state.clone(), read_only_addrs.clone());
-        root = root.child(ChildSpec::new("read-only", move || {
-            HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone())
-        }));
+        root = root.child(
+            ChildSpec::new("read-only", move || {
+                HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone())
+            })
+            .criticality(Criticality::NonCritical)
+            .backoff(SERVER_RETRY),
+        );
     }
     let root = root.start_root();
     tracing::info!(node = %config.node_name, sources = ?expected.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
@@ -475,5 +509,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         mirror_pods,
         events,
         node: node_handle,
+        pod_sync_statuses,
     })
 }

@@ -77,7 +77,12 @@ pub struct Pleg {
     old: Relist,
     reinspect: HashSet<PodUid>,
     relisting: bool,
+    /// Relists failed in a row (logs are throttled while the runtime is away).
+    failures: u64,
 }
+
+/// While relists keep failing, one warning per this many (one a minute at the 1 s period).
+const FAILURE_LOG_EVERY: u64 = 60;
 
 /// One relist's raw result.
 struct Listed {
@@ -104,6 +109,7 @@ impl Pleg {
             old: Relist::new(),
             reinspect: HashSet::new(),
             relisting: false,
+            failures: 0,
         }
     }
 
@@ -141,7 +147,11 @@ impl Pleg {
                             (events, pods, Some(l.relist))
                         }
                         Err(e) => {
-                            tracing::warn!(error = %e, "PLEG relist failed");
+                            act.failures += 1;
+                            // The first failure, then once a minute while it lasts.
+                            if act.failures == 1 || act.failures % FAILURE_LOG_EVERY == 0 {
+                                tracing::warn!(error = %e, consecutive_failures = act.failures, "PLEG relist failed");
+                            }
                             (vec![], vec![], None)
                         }
                     };
@@ -153,6 +163,10 @@ impl Pleg {
                     .map(move |(events, failed, new), act, _| {
                         act.relisting = false;
                         let Some(new) = new else { return };
+                        if act.failures > 0 {
+                            tracing::info!(after_failures = act.failures, "PLEG relist works again");
+                            act.failures = 0;
+                        }
                         act.reinspect.extend(failed);
                         act.cache.update_time(started);
                         act.old = new;

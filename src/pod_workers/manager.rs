@@ -8,19 +8,35 @@
 //! If the whole `pod-workers` supervisor was restarted (its dynamic children
 //! are then gone), a closed mailbox is noticed on the next send and the
 //! worker is created again.
+//!
+//! # State
+//! Owned: nothing. Every per-pod record (the worker's address, its state,
+//! kill and restart requests, static pods waiting for their predecessor)
+//! lives in the shared [`PodSyncStatuses`], so a restarted manager adopts the
+//! running workers instead of orphaning them, and readers get the state
+//! synchronously.
+//!
+//! # Static pods
+//! A static pod whose full name is still held by another UID that may run
+//! containers (a changed manifest: new UID, same name) waits until that pod
+//! has terminated (upstream `allowStaticPodStart`), so the old and new
+//! control-plane pod never hold the same ports or data at once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use actix::prelude::*;
 
 use super::deps::WorkerDeps;
+use super::sync_statuses::PodSyncStatuses;
 use super::worker::PodWorker;
 use crate::actors::supervisor::{
     ChildRef, ChildSpec, RestartPolicy, SendError, StartChild, StopChild, SupervisedRecipient, Supervisor,
 };
+use crate::cluster::mirror_index::full_name;
 use crate::messages::PodUid;
 use crate::messages::pod_work::{SyncFinished, UpdatePod, UpdateType, WorkerState};
 use crate::pod_manager::pod_uid;
+use crate::status::pod_predicates::is_static_pod;
 
 /// Mailbox capacity of one pod worker (updates are coalesced by the worker,
 /// so a small mailbox suffices).
@@ -32,7 +48,8 @@ pub const WORKER_MAILBOX: usize = 64;
 #[rtype(result = "()")]
 pub struct ForgetWorkers(pub Vec<PodUid>);
 
-/// Anyone → PodWorkers: the lifecycle state of every known worker.
+/// Anyone → PodWorkers: the lifecycle state of every known worker (the same
+/// as [`PodSyncStatuses::states`], which readers should prefer).
 #[derive(Clone, Copy, Debug, Message)]
 #[rtype(result = "HashMap<PodUid, WorkerState>")]
 pub struct GetWorkerStates;
@@ -43,37 +60,30 @@ pub struct PodWorkers {
     supervisor: ChildRef<Supervisor>,
     me: SupervisedRecipient<SyncFinished>,
     sync_loop: Option<SupervisedRecipient<SyncFinished>>,
-    workers: HashMap<PodUid, ChildRef<PodWorker>>,
-    states: HashMap<PodUid, WorkerState>,
-    /// Pods a kill was sent for: terminating from then on, even before
-    /// their worker reports it (the kill may still be pending behind a sync).
-    kill_requested: HashSet<PodUid>,
-    restart_requested: HashSet<PodUid>,
+    statuses: PodSyncStatuses,
 }
 
 impl PodWorkers {
     /// A manager starting workers under `supervisor`; workers report to `me`
     /// (this manager's own supervised address), and finished steps are
-    /// forwarded to `sync_loop`.
+    /// forwarded to `sync_loop`. `statuses` outlives this instance.
     pub fn new(
         deps: WorkerDeps,
         supervisor: ChildRef<Supervisor>,
         me: SupervisedRecipient<SyncFinished>,
         sync_loop: Option<SupervisedRecipient<SyncFinished>>,
+        statuses: PodSyncStatuses,
     ) -> Self {
         Self {
             deps,
             supervisor,
             me,
             sync_loop,
-            workers: HashMap::new(),
-            states: HashMap::new(),
-            kill_requested: HashSet::new(),
-            restart_requested: HashSet::new(),
+            statuses,
         }
     }
 
-    fn spawn_worker(&mut self, uid: &PodUid) -> ChildRef<PodWorker> {
+    fn spawn_worker(&mut self, uid: &PodUid, name: &str) -> ChildRef<PodWorker> {
         let (deps, me, u) = (self.deps.clone(), self.me.clone(), uid.clone());
         let spec = ChildSpec::with_context(format!("pod-{uid}"), move |cx| {
             PodWorker::new(u.clone(), deps.clone(), me.clone(), cx.generation())
@@ -84,36 +94,54 @@ impl PodWorkers {
         if let Err(e) = self.supervisor.do_send(StartChild(spec.into())) {
             tracing::error!(pod_uid = %uid, error = %e, "cannot start pod worker: pod-workers supervisor unavailable");
         }
-        self.workers.insert(uid.clone(), child.clone());
-        self.states.insert(uid.clone(), WorkerState::Syncing);
+        let worker = child.clone();
+        self.statuses.update(uid, name, |s| {
+            s.worker = Some(worker);
+            s.state = WorkerState::Syncing;
+            s.terminated_at = None;
+        });
         child
     }
 
     fn forget(&mut self, uid: &PodUid) {
-        if self.workers.remove(uid).is_some() {
+        if let Some(record) = self.statuses.remove(uid)
+            && record.worker.is_some()
+        {
             let _ = self.supervisor.do_send(StopChild(format!("pod-{uid}")));
         }
-        self.states.remove(uid);
-        self.kill_requested.remove(uid);
     }
 
     fn dispatch(&mut self, update: UpdatePod) {
         let uid = pod_uid(&update.pod);
-        if self.states.get(&uid) == Some(&WorkerState::Terminated) && update.update_type == UpdateType::Create {
+        let name = full_name(&update.pod);
+        let record = self.statuses.get(&uid);
+        let state = record.as_ref().map(|r| r.effective_state());
+        let is_create = update.update_type == UpdateType::Create;
+        if state == Some(WorkerState::Terminated) && is_create {
             // The pod was re-added after it terminated: start it afresh.
             self.forget(&uid);
-        } else if (self.states.get(&uid) == Some(&WorkerState::Terminating) || self.kill_requested.contains(&uid))
-            && update.update_type == UpdateType::Create
-        {
+        } else if state == Some(WorkerState::Terminating) && is_create {
             // Re-added while terminating: started afresh once terminated.
-            self.restart_requested.insert(uid.clone());
+            self.statuses.update(&uid, &name, |s| s.restart_requested = true);
         }
         if update.update_type == UpdateType::Kill {
-            self.kill_requested.insert(uid.clone());
+            self.statuses.request_kill(&uid, &name);
         }
-        let worker = match self.workers.get(&uid) {
-            Some(w) if w.is_open() => w.clone(),
-            _ => self.spawn_worker(&uid),
+        let worker = self.statuses.get(&uid).and_then(|r| r.worker).filter(|w| w.is_open());
+        let worker = match worker {
+            Some(w) => w,
+            None => {
+                if update.update_type != UpdateType::Kill
+                    && is_static_pod(&update.pod)
+                    && !self.statuses.may_start(&uid, &name)
+                {
+                    tracing::info!(pod = %name, pod_uid = %uid, "static pod waits for the previous pod of the same name to terminate");
+                    self.statuses.update(&uid, &name, |s| s.waiting_to_start = true);
+                    return;
+                }
+                self.statuses.update(&uid, &name, |s| s.waiting_to_start = false);
+                self.spawn_worker(&uid, &name)
+            }
         };
         match worker.try_send(update) {
             Ok(()) => {}
@@ -122,7 +150,7 @@ impl PodWorkers {
                 let update = e.into_inner();
                 if closed {
                     // The worker's supervisor lost it (restarted): make a new one.
-                    let w = self.spawn_worker(&uid);
+                    let w = self.spawn_worker(&uid, &name);
                     if let Err(e) = w.do_send(update) {
                         tracing::error!(pod_uid = %uid, error = %e, "cannot deliver update to new pod worker");
                     }
@@ -132,10 +160,42 @@ impl PodWorkers {
             }
         }
     }
+
+    /// Static pods that waited for `full_name` to be free start now.
+    fn start_waiting(&mut self, full_name: Option<&str>) {
+        let waiting: Vec<PodUid> = self
+            .statuses
+            .waiting_to_start()
+            .into_iter()
+            .filter(|(_, name)| full_name.is_none_or(|n| n == name))
+            .map(|(uid, _)| uid)
+            .collect();
+        for uid in waiting {
+            if let Some(desired) = self.deps.pods.get(&uid) {
+                self.dispatch(UpdatePod {
+                    update_type: UpdateType::Create,
+                    pod: desired.pod,
+                    kill: None,
+                });
+            } else {
+                self.statuses.remove(&uid);
+            }
+        }
+    }
 }
 
 impl Actor for PodWorkers {
     type Context = Context<Self>;
+
+    /// A restarted manager finds its workers in [`PodSyncStatuses`]; only
+    /// static pods left waiting by a predecessor need a nudge.
+    fn started(&mut self, _ctx: &mut Self::Context) {
+        let adopted = self.statuses.len();
+        if adopted > 0 {
+            tracing::info!(workers = adopted, "pod workers manager adopted running workers");
+        }
+        self.start_waiting(None);
+    }
 }
 
 impl Handler<UpdatePod> for PodWorkers {
@@ -150,17 +210,21 @@ impl Handler<SyncFinished> for PodWorkers {
     type Result = ();
 
     fn handle(&mut self, msg: SyncFinished, _ctx: &mut Self::Context) {
-        if self.workers.contains_key(&msg.uid) {
-            self.states.insert(msg.uid.clone(), msg.state);
-        }
-        if msg.state == WorkerState::Terminated && self.restart_requested.remove(&msg.uid) {
-            if let Some(desired) = self.deps.pods.get(&msg.uid) {
+        self.statuses.set_state(&msg.uid, msg.state);
+        if msg.state == WorkerState::Terminated {
+            let record = self.statuses.get(&msg.uid);
+            if record.as_ref().is_some_and(|r| r.restart_requested)
+                && let Some(desired) = self.deps.pods.get(&msg.uid)
+            {
                 self.forget(&msg.uid);
                 self.dispatch(UpdatePod {
                     update_type: UpdateType::Create,
                     pod: desired.pod,
                     kill: None,
                 });
+            }
+            if let Some(r) = record {
+                self.start_waiting(Some(&r.full_name));
             }
         }
         if let Some(sl) = &self.sync_loop
@@ -178,22 +242,15 @@ impl Handler<ForgetWorkers> for PodWorkers {
         for uid in &msg.0 {
             self.forget(uid);
         }
+        // Restart backoffs of containers nobody will restart again.
+        self.deps.runtime.gc_backoffs();
     }
 }
 
 impl Handler<GetWorkerStates> for PodWorkers {
     type Result = MessageResult<GetWorkerStates>;
 
-    /// A worker that was sent a kill counts as terminating at once, so
-    /// housekeeping does not send the same kill again while it runs.
     fn handle(&mut self, _msg: GetWorkerStates, _ctx: &mut Self::Context) -> Self::Result {
-        let states = self.states.iter().map(|(uid, st)| {
-            let st = match st {
-                WorkerState::Syncing if self.kill_requested.contains(uid) => WorkerState::Terminating,
-                other => *other,
-            };
-            (uid.clone(), st)
-        });
-        MessageResult(states.collect())
+        MessageResult(self.statuses.states())
     }
 }

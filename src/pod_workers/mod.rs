@@ -11,9 +11,11 @@ pub mod deps;
 pub mod manager;
 pub mod pending;
 pub mod sync;
+pub mod sync_statuses;
 pub mod work_queue;
 pub mod worker;
 
 pub use deps::WorkerDeps;
 pub use manager::{ForgetWorkers, GetWorkerStates, PodWorkers};
+pub use sync_statuses::{PodSyncStatus, PodSyncStatuses};
 pub use worker::PodWorker;

@@ -29,17 +29,20 @@ use tokio_stream::wrappers::WatchStream;
 
 use super::dispatch::{Desired, plan, pods_to_sync};
 use super::housekeeping::cleanup;
+use super::state::SyncLoopState;
 use crate::actors::supervisor::{ChildRef, SupervisedRecipient};
 use crate::admission::{NodeAllocatable, Rejection, Usage, admit_with};
+use crate::cluster::mirror_index::full_name;
 use crate::messages::PodUid;
 use crate::messages::pleg::PlegEvents;
 use crate::messages::pod_update::{PodUpdate, SourcesReady};
 use crate::messages::pod_work::{KillOptions, KillStatus, SyncFinished, UpdatePod, UpdateType, WorkerState};
 use crate::messages::probe::{ProbeKind, ProbeOutcome, ProbeResult};
 use crate::messages::runtime_health::RuntimeHealthChanged;
+use crate::messages::status::ForgetPodStatus;
 use crate::pleg::PodCache;
 use crate::pod_manager::{PodManager, pod_uid};
-use crate::pod_workers::{ForgetWorkers, GetWorkerStates, PodWorkers};
+use crate::pod_workers::{ForgetWorkers, PodSyncStatuses, PodWorkers};
 use crate::runtime_health::HealthGate;
 use crate::status::StatusCache;
 
@@ -87,11 +90,18 @@ impl SyncLoopHeartbeat {
 }
 
 /// The sync loop actor.
+///
+/// # State
+/// Owned (survives a restart, in [`SyncLoopState`]): sources-ready and the
+/// admission book. Derived: the work queue (every desired pod is resynced at
+/// start), the runtime gate (from the health watch), the usage totals (from
+/// the book), the worker states (read from [`PodSyncStatuses`]).
 pub struct SyncLoop {
     admission: Option<(NodeAllocatable, StatusCache)>,
-    rejected: HashSet<PodUid>,
+    state: SyncLoopState,
     usage: Usage,
-    admitted: HashMap<PodUid, Arc<Pod>>,
+    statuses: PodSyncStatuses,
+    forget_status: Option<SupervisedRecipient<ForgetPodStatus>>,
     config: SyncLoopConfig,
     pods: PodManager,
     cache: PodCache,
@@ -101,8 +111,6 @@ pub struct SyncLoop {
     gate: HealthGate,
     queue: crate::pod_workers::work_queue::WorkQueue,
     deferred: HashMap<PodUid, UpdateType>,
-    sources_ready: bool,
-    housekeeping_running: bool,
 }
 
 impl SyncLoop {
@@ -117,9 +125,10 @@ impl SyncLoop {
     ) -> Self {
         Self {
             admission: None,
-            rejected: HashSet::new(),
+            state: SyncLoopState::default(),
             usage: Usage::default(),
-            admitted: HashMap::new(),
+            statuses: PodSyncStatuses::default(),
+            forget_status: None,
             config,
             pods,
             cache,
@@ -129,9 +138,24 @@ impl SyncLoop {
             gate: HealthGate::new(),
             queue: Default::default(),
             deferred: HashMap::new(),
-            sources_ready: false,
-            housekeeping_running: false,
         }
+    }
+
+    /// Keeps what must survive a restart in `state` and reads the pod
+    /// workers' lifecycle from `statuses` (both outlive this instance).
+    pub fn with_state(mut self, state: SyncLoopState, statuses: PodSyncStatuses) -> Self {
+        self.usage = Usage::of(state.lock().admitted.values().map(|p| p.as_ref()));
+        self.state = state;
+        self.statuses = statuses;
+        self
+    }
+
+    /// Tells `status_manager` to forget the statuses of pods housekeeping
+    /// forgets (upstream `RemoveOrphanedStatuses`), so the status cache,
+    /// store and syncer hold only pods the node still knows.
+    pub fn with_status_forgetting(mut self, status_manager: SupervisedRecipient<ForgetPodStatus>) -> Self {
+        self.forget_status = Some(status_manager);
+        self
     }
 
     /// Admits new pods against `node` (pods whose status in `statuses` is
@@ -150,28 +174,30 @@ impl SyncLoop {
             return Ok(());
         };
         let uid = pod_uid(pod);
-        if let Some(old) = self.admitted.remove(&uid) {
+        let mut book = self.state.lock();
+        if let Some(old) = book.admitted.remove(&uid) {
             self.usage.remove(&old);
         }
         if admit_with(pod, &self.usage, node).is_err() {
-            self.admitted.retain(|u, _| {
+            book.admitted.retain(|u, _| {
                 !statuses
                     .get(u)
                     .is_some_and(|v| matches!(v.status.phase.as_deref(), Some("Succeeded" | "Failed")))
             });
-            self.usage = Usage::of(self.admitted.values().map(|p| p.as_ref()));
+            self.usage = Usage::of(book.admitted.values().map(|p| p.as_ref()));
         }
         admit_with(pod, &self.usage, node)?;
         self.usage.add(pod);
-        self.admitted.insert(uid, pod.clone());
+        book.admitted.insert(uid, pod.clone());
         Ok(())
     }
 
     fn forget_admitted(&mut self, uid: &PodUid) {
-        if let Some(old) = self.admitted.remove(uid) {
+        let mut book = self.state.lock();
+        if let Some(old) = book.admitted.remove(uid) {
             self.usage.remove(&old);
         }
-        self.rejected.remove(uid);
+        book.rejected.remove(uid);
     }
 
     /// This actor's address for the messages it takes from peers, as one
@@ -194,8 +220,22 @@ impl SyncLoop {
             }
             return;
         }
+        let is_kill = update.update_type == UpdateType::Kill;
+        if is_kill {
+            // Terminating from now on, for every reader (housekeeping must
+            // not send a second kill with a shorter grace meanwhile).
+            self.statuses.request_kill(&uid, &full_name(&update.pod));
+        }
         if let Err(e) = self.workers.do_send(update) {
             tracing::error!(pod_uid = %uid, error = %e, "cannot dispatch to pod workers; retrying at the next resync");
+            if is_kill {
+                // Nobody will run this kill: let housekeeping find the pod again.
+                self.statuses.update_existing(&uid, |s| {
+                    if s.worker.is_none() {
+                        s.kill_requested = false;
+                    }
+                });
+            }
             self.queue.enqueue(uid, Instant::now(), self.config.backoff_period);
         }
     }
@@ -233,20 +273,14 @@ impl SyncLoop {
         }
     }
 
-    fn housekeeping(&mut self, ctx: &mut Context<Self>) {
-        if !self.sources_ready || self.housekeeping_running || !self.gate.is_open() {
+    fn housekeeping(&mut self) {
+        if !self.state.sources_ready() || !self.gate.is_open() {
             return;
         }
-        self.housekeeping_running = true;
-        let states = self.workers.send(GetWorkerStates);
-        ctx.spawn(
-            async move { states.await.unwrap_or_default() }
-                .into_actor(self)
-                .map(|states, act, _| {
-                    act.housekeeping_running = false;
-                    act.cleanup(states);
-                }),
-        );
+        // Read synchronously from the one owner of pod lifecycle state: no
+        // ask that can fail, no window in which a kill is not yet visible.
+        let states = self.statuses.states();
+        self.cleanup(states);
     }
 
     fn cleanup(&mut self, states: HashMap<PodUid, WorkerState>) {
@@ -279,6 +313,11 @@ impl SyncLoop {
             for uid in &plan.forget {
                 self.queue.remove(uid);
                 self.cache.delete(uid);
+                if let Some(sm) = &self.forget_status
+                    && let Err(e) = sm.do_send(ForgetPodStatus { uid: uid.clone() })
+                {
+                    tracing::warn!(pod_uid = %uid, error = %e, "cannot tell the status manager to forget a pod; the next housekeeping retries");
+                }
             }
             let _ = self.workers.do_send(ForgetWorkers(plan.forget));
         }
@@ -319,7 +358,7 @@ impl Actor for SyncLoop {
         }
         ctx.run_later(Duration::from_millis(100), recheck);
         ctx.run_interval(self.config.sync_tick, |act, _| act.tick());
-        ctx.run_interval(self.config.housekeeping_period, |act, ctx| act.housekeeping(ctx));
+        ctx.run_interval(self.config.housekeeping_period, |act, _| act.housekeeping());
         // A restarted sync loop resyncs every desired pod at once.
         for uid in self.pods.uids() {
             self.queue.enqueue(uid, Instant::now(), Duration::ZERO);
@@ -356,7 +395,7 @@ impl Handler<PodUpdate> for SyncLoop {
                 && let Err(r) = self.admit(&w.pod)
             {
                 tracing::warn!(pod = %crate::pod_manager::format_pod(&w.pod), reason = %r.reason, message = %r.message, "pod rejected by admission");
-                self.rejected.insert(pod_uid(&w.pod));
+                self.state.lock().rejected.insert(pod_uid(&w.pod));
                 let status = KillStatus {
                     phase: "Failed".into(),
                     reason: r.reason,
@@ -380,10 +419,11 @@ impl Handler<SourcesReady> for SyncLoop {
     type Result = ();
 
     fn handle(&mut self, _msg: SourcesReady, _ctx: &mut Self::Context) {
-        if !self.sources_ready {
+        let mut book = self.state.lock();
+        if !book.sources_ready {
             tracing::info!("all pod sources are ready; housekeeping enabled");
         }
-        self.sources_ready = true;
+        book.sources_ready = true;
     }
 }
 

@@ -9,5 +9,7 @@
 pub mod actor;
 pub mod dispatch;
 pub mod housekeeping;
+pub mod state;
 
 pub use actor::{SyncLoop, SyncLoopConfig, SyncLoopHeartbeat};
+pub use state::SyncLoopState;

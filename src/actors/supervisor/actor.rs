@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::engine::{Command, Engine, EngineConfig, deadline_in};
 use super::exit::fail;
-use super::messages::{GetTree, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
+use super::messages::{GetTree, KillChild, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
 use super::root::{RootFailureHook, RootSupervisor};
 use super::spec::{AnyChildSpec, ChildContext, ChildSpec};
 use super::strategy::{Intensity, Strategy};
@@ -461,6 +461,14 @@ impl Handler<StopChild> for Supervisor {
 
     fn handle(&mut self, StopChild(name): StopChild, _: &mut Context<Self>) -> Self::Result {
         forward(self, |reply| Command::Stop(name, reply))
+    }
+}
+
+impl Handler<KillChild> for Supervisor {
+    type Result = ResponseFuture<Result<(), SupervisorError>>;
+
+    fn handle(&mut self, KillChild(name): KillChild, _: &mut Context<Self>) -> Self::Result {
+        forward(self, |reply| Command::Kill(name, reply))
     }
 }
 

@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, timeout_at};
 
+use super::backoff::{Criticality, Verdict, verdict};
 use super::exit::ExitReason;
 use super::instance::{ExitNotifier, InstanceControl};
 use super::messages::{ShutdownReport, SupervisorError};
@@ -35,6 +36,7 @@ pub(crate) fn deadline_in(d: Duration) -> Instant {
 pub(crate) enum Command {
     Start(Arc<dyn ErasedSpec>, oneshot::Sender<Result<String, SupervisorError>>),
     Stop(String, oneshot::Sender<Result<ExitReason, SupervisorError>>),
+    Kill(String, oneshot::Sender<Result<(), SupervisorError>>),
     Shutdown {
         deadline: Instant,
         reply: Option<oneshot::Sender<Result<ShutdownReport, SupervisorError>>>,
@@ -58,6 +60,21 @@ struct Child {
     control: Option<InstanceControl>,
     restarts: u64,
     window: RestartWindow,
+    /// Failures in a row (reset once an instance ran for the backoff's `reset_after`).
+    consecutive: u32,
+    /// When the current instance started.
+    started_at: Option<Instant>,
+    /// A restart is scheduled (backoff); cleared when it runs or the child is stopped.
+    pending_restart: bool,
+}
+
+/// Work the engine scheduled for later.
+enum Pending {
+    /// Restart these children (ids); `counts`: the failure counts toward
+    /// the supervisor's intensity.
+    Restart { ids: Vec<u64>, counts: bool },
+    /// If this instance is still running, its failure series is over.
+    Healthy { id: u64, generation: u64 },
 }
 
 /// Static configuration of a supervisor.
@@ -78,11 +95,13 @@ pub(crate) struct Engine {
     exits_rx: mpsc::UnboundedReceiver<Exit>,
     deferred: VecDeque<Exit>,
     commands: mpsc::UnboundedReceiver<Command>,
+    pending: Vec<(Instant, Pending)>,
 }
 
 enum Event {
     Exit(Exit),
     Command(Option<Command>),
+    Due,
 }
 
 impl Engine {
@@ -104,6 +123,7 @@ impl Engine {
             exits_rx,
             deferred: VecDeque::new(),
             commands,
+            pending: Vec::new(),
         }
     }
 
@@ -115,21 +135,27 @@ impl Engine {
             self.start_or_report(idx);
         }
         loop {
+            let next_due = self.pending.iter().map(|(at, _)| *at).min();
             let event = match self.deferred.pop_front() {
                 Some(exit) => Event::Exit(exit),
                 None => tokio::select! {
                     biased;
                     Some(exit) = self.exits_rx.recv() => Event::Exit(exit),
                     command = self.commands.recv() => Event::Command(command),
+                    _ = tokio::time::sleep_until(next_due.unwrap_or_else(|| deadline_in(FOREVER))), if next_due.is_some() => Event::Due,
                 },
             };
             match event {
                 Event::Exit(exit) => self.on_exit(exit).await?,
+                Event::Due => self.run_due(),
                 Event::Command(Some(Command::Start(spec, reply))) => {
                     let _ = reply.send(self.start_dynamic(spec));
                 }
                 Event::Command(Some(Command::Stop(name, reply))) => {
                     let _ = reply.send(self.stop_by_name(&name).await);
+                }
+                Event::Command(Some(Command::Kill(name, reply))) => {
+                    let _ = reply.send(self.kill_by_name(&name));
                 }
                 Event::Command(Some(Command::Shutdown { deadline, reply })) => {
                     let report = self.terminate_all(deadline).await;
@@ -156,6 +182,8 @@ impl Engine {
             spec.kind(),
             spec.policy(),
         ));
+        let critical = spec.criticality() == Criticality::Critical;
+        self.tree.update(&path, |info| info.critical = critical);
         self.children.push(Child {
             id,
             spec,
@@ -165,6 +193,9 @@ impl Engine {
             control: None,
             restarts: 0,
             window: RestartWindow::default(),
+            consecutive: 0,
+            started_at: None,
+            pending_restart: false,
         });
         self.children.len() - 1
     }
@@ -188,6 +219,7 @@ impl Engine {
             info.state = ChildState::Starting;
             info.generation = generation;
         });
+        child.started_at = Some(Instant::now());
         let control = child.spec.start(cx, notify)?;
         child.control = Some(control);
         self.tree.update(&child.path, |info| {
@@ -254,24 +286,125 @@ impl Engine {
             return Ok(());
         }
         let intensity = self.config.intensity;
-        let restarts = self.window.record(Instant::now(), intensity.within);
-        if restarts > intensity.max_restarts as usize {
-            record(&self.tree, ChildState::Failed);
-            let reason = format!(
-                "supervisor {}: restart intensity exceeded ({restarts} restarts within {:?}, limit {}); last failure: {path} {}",
-                self.path, intensity.within, intensity.max_restarts, exit.reason
-            );
-            tracing::error!(supervisor = %self.path, child = %path, last_failure = %exit.reason, "restart intensity exceeded; escalating");
-            self.terminate_all(deadline_in(FOREVER)).await;
-            return Err(reason);
+        let now = Instant::now();
+        let child = &mut self.children[idx];
+        let (backoff, criticality) = (child.spec.backoff(), child.spec.criticality());
+        if child
+            .started_at
+            .is_some_and(|t| now.duration_since(t) >= backoff.reset_after)
+        {
+            child.consecutive = 0; // it ran long enough: a new series
         }
-        record(&self.tree, ChildState::Restarting);
-        self.restart_with_strategy(idx).await;
-        Ok(())
+        child.consecutive = child.consecutive.saturating_add(1);
+        // Intensity counts restarts that actually ran, plus the one to come.
+        let in_window = 1 + match criticality {
+            Criticality::Critical => self.window.count(now, intensity.within),
+            Criticality::NonCritical => child.window.count(now, intensity.within),
+        };
+        match verdict(
+            criticality,
+            in_window,
+            intensity.max_restarts,
+            &backoff,
+            child.consecutive,
+        ) {
+            Verdict::Escalate => {
+                record(&self.tree, ChildState::Failed);
+                let reason = format!(
+                    "supervisor {}: restart intensity exceeded ({in_window} restarts within {:?}, limit {}); last failure: {path} {}",
+                    self.path, intensity.within, intensity.max_restarts, exit.reason
+                );
+                tracing::error!(supervisor = %self.path, child = %path, last_failure = %exit.reason, "restart intensity exceeded; escalating");
+                self.terminate_all(deadline_in(FOREVER)).await;
+                Err(reason)
+            }
+            Verdict::Restart { delay } => {
+                record(&self.tree, ChildState::Restarting);
+                if !delay.is_zero() {
+                    tracing::info!(supervisor = %self.path, child = %path, ?delay, "restart backoff");
+                }
+                self.restart_with_strategy(idx, delay, criticality == Criticality::Critical)
+                    .await;
+                Ok(())
+            }
+            Verdict::Exhausted { delay } => {
+                tracing::error!(
+                    supervisor = %self.path, child = %path, restarts = in_window - 1, within = ?intensity.within,
+                    last_failure = %exit.reason, retry_in = ?delay,
+                    "non-critical child exceeded its restart intensity; retrying later, the rest keeps running"
+                );
+                record(&self.tree, ChildState::Restarting);
+                self.tree.update(&path, |info| info.exhausted = true);
+                self.restart_with_strategy(idx, delay, false).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs the scheduled work that is due.
+    fn run_due(&mut self) {
+        let now = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.pending = later;
+        for (_, work) in due {
+            match work {
+                Pending::Restart { ids, counts } => {
+                    let idxs: Vec<usize> = ids
+                        .iter()
+                        .filter_map(|id| self.children.iter().position(|c| c.id == *id))
+                        .filter(|&j| self.children[j].pending_restart)
+                        .collect();
+                    self.restart_now(&idxs, counts);
+                }
+                Pending::Healthy { id, generation } => {
+                    if let Some(child) = self
+                        .children
+                        .iter_mut()
+                        .find(|c| c.id == id && c.generation == generation && c.control.is_some())
+                    {
+                        child.consecutive = 0;
+                        self.tree.update(&child.path, |info| info.exhausted = false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts the children at `idxs` (in start order) as restarts.
+    fn restart_now(&mut self, idxs: &[usize], counts: bool) {
+        let now = Instant::now();
+        if counts && !idxs.is_empty() {
+            self.window.record(now, self.config.intensity.within);
+        }
+        for &j in idxs {
+            let child = &mut self.children[j];
+            child.pending_restart = false;
+            child.restarts += 1;
+            let (restarts, in_window) = (child.restarts, child.window.record(now, self.config.intensity.within));
+            self.tree.update(&child.path, |info| {
+                info.restarts = restarts;
+                info.restarts_in_window = in_window;
+            });
+            tracing::info!(supervisor = %self.path, child = %child.path, restarts, "restarting child");
+            self.start_or_report(j);
+            let child = &self.children[j];
+            let reset_after = child.spec.backoff().reset_after;
+            if child.control.is_some() && child.consecutive > 0 && !reset_after.is_zero() {
+                self.pending.push((
+                    now + reset_after,
+                    Pending::Healthy {
+                        id: child.id,
+                        generation: child.generation,
+                    },
+                ));
+            }
+        }
     }
 
     /// Restarts child `failed` and, per the strategy, its siblings.
-    async fn restart_with_strategy(&mut self, failed: usize) {
+    async fn restart_with_strategy(&mut self, failed: usize, delay: Duration, counts: bool) {
         let running = |c: &Child| c.control.is_some();
         let siblings: Vec<usize> = match self.config.strategy {
             Strategy::OneForOne => Vec::new(),
@@ -291,21 +424,22 @@ impl Engine {
         restart.push(failed);
         restart.sort_unstable();
         let mut retire = Vec::new();
-        let now = Instant::now();
+        let mut group = Vec::new();
         for j in restart {
             let child = &mut self.children[j];
             if j != failed && child.spec.policy() == RestartPolicy::Temporary {
                 retire.push(j); // OTP: temporary children are never restarted
                 continue;
             }
-            child.restarts += 1;
-            let (restarts, in_window) = (child.restarts, child.window.record(now, self.config.intensity.within));
-            self.tree.update(&child.path, |info| {
-                info.restarts = restarts;
-                info.restarts_in_window = in_window;
-            });
-            tracing::info!(supervisor = %self.path, child = %child.path, restarts, "restarting child");
-            self.start_or_report(j);
+            child.pending_restart = true;
+            group.push(j);
+        }
+        if delay.is_zero() {
+            self.restart_now(&group, counts);
+        } else {
+            let ids = group.iter().map(|&j| self.children[j].id).collect();
+            self.pending
+                .push((Instant::now() + delay, Pending::Restart { ids, counts }));
         }
         for j in retire.into_iter().rev() {
             self.tree
@@ -402,6 +536,22 @@ impl Engine {
         }
     }
 
+    /// Drops the running instance of `name`; its exit is handled as any failure.
+    fn kill_by_name(&mut self, name: &str) -> Result<(), SupervisorError> {
+        let child = self
+            .children
+            .iter_mut()
+            .find(|c| c.spec.name() == name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_owned()))?;
+        let control = child
+            .control
+            .as_mut()
+            .ok_or_else(|| SupervisorError::NotRunning(name.to_owned()))?;
+        tracing::warn!(supervisor = %self.path, child = %child.path, "killing child (fault injection)");
+        control.kill();
+        Ok(())
+    }
+
     async fn stop_by_name(&mut self, name: &str) -> Result<ExitReason, SupervisorError> {
         let idx = self
             .children
@@ -409,6 +559,13 @@ impl Engine {
             .position(|c| c.spec.name() == name)
             .ok_or_else(|| SupervisorError::NotFound(name.to_owned()))?;
         let timeout = self.children[idx].spec.shutdown_timeout();
+        if std::mem::take(&mut self.children[idx].pending_restart) {
+            // Waiting out a restart backoff: stopping it means not restarting it.
+            self.tree
+                .update(&self.children[idx].path, |info| info.state = ChildState::Stopped);
+            self.retire(idx);
+            return Ok(ExitReason::Normal);
+        }
         let (reason, _) = self
             .stop_child(idx, deadline_in(timeout))
             .await

@@ -85,6 +85,36 @@ impl Message for StopChild {
     type Result = Result<ExitReason, SupervisorError>;
 }
 
+/// Fault injection: drops a child's running instance mid-flight, as a panic
+/// would (whatever it was doing is abandoned, its state is lost), and lets
+/// the supervisor handle the exit ([`ExitReason::Killed`]) by its policy:
+/// restart, backoff, intensity. What chaos tests use to show that an actor's
+/// crash goes unnoticed by the rest of the node.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0));
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// assert_eq!(counter_ref.send(Add(5)).await, Ok(5));
+/// root.addr().send(KillChild("counter".into())).await.unwrap().unwrap();
+/// tokio::time::sleep(Duration::from_millis(10)).await;
+/// assert_eq!(counter_ref.send(Add(1)).await, Ok(1), "a fresh instance");
+/// let info = root.tree().get("root/counter").unwrap();
+/// assert_eq!((info.restarts, info.last_failure.unwrap().reason), (1, ExitReason::Killed));
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct KillChild(pub String);
+
+impl Message for KillChild {
+    type Result = Result<(), SupervisorError>;
+}
+
 /// Stops every child in reverse start order within `deadline`, then stops
 /// the supervisor itself (normally).
 ///

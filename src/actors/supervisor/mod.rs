@@ -180,6 +180,7 @@
 //! `root` (root handle and failure hook), `shutdown` (signals).
 
 mod actor;
+mod backoff;
 mod child_ref;
 mod engine;
 mod exit;
@@ -196,9 +197,10 @@ mod tree;
 mod tests;
 
 pub use actor::{SUPERVISOR_SHUTDOWN_TIMEOUT, Supervisor, SupervisorSpec};
+pub use backoff::{Criticality, RestartBackoff};
 pub use child_ref::{ChildRef, SendError, SupervisedRecipient, TrySendError};
 pub use exit::{ExitReason, fail};
-pub use messages::{GetTree, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
+pub use messages::{GetTree, KillChild, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
 pub use root::{RootFailure, RootFailureHook, RootSupervisor, stop_system_on_root_failure};
 #[cfg(unix)]
 pub use shutdown::shutdown_on_signals;

@@ -10,6 +10,7 @@ use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, WrapFutu
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::backoff::{Criticality, RestartBackoff};
 use super::child_ref::ChildRef;
 use super::exit::{ExitReason, panic_message};
 use super::instance::{ExitNotifier, InstanceControl, spawn_contained};
@@ -227,6 +228,8 @@ pub struct ChildSpec<A: Actor<Context = Context<A>>> {
     mailbox: Arc<Mailbox<A>>,
     on_stop: Option<StopHook<A>>,
     closes_with: Vec<Arc<dyn ErasedSpec>>,
+    backoff: RestartBackoff,
+    criticality: Criticality,
 }
 
 impl<A: Actor<Context = Context<A>>> fmt::Debug for ChildSpec<A> {
@@ -300,7 +303,60 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
             mailbox: Mailbox::new(DEFAULT_MAILBOX_CAPACITY),
             on_stop: None,
             closes_with: Vec::new(),
+            backoff: RestartBackoff::default(),
+            criticality: Criticality::Critical,
         }
+    }
+
+    /// Sets the restart backoff (default [`RestartBackoff::default`]: the
+    /// first restart is immediate, further consecutive ones wait 100 ms
+    /// doubling up to 10 s).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::actors::supervisor::*;
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
+    /// # actlet::testing::run_paused(async {
+    /// let backoff = RestartBackoff { initial: Duration::from_secs(1), ..RestartBackoff::default() };
+    /// let spec = ChildSpec::new("flaky", || Counter(0)).backoff(backoff);
+    /// let flaky = spec.child_ref();
+    /// let root = SupervisorSpec::new("root").intensity(10, Duration::from_secs(60)).child(spec).start_root();
+    /// flaky.do_send(Crash).unwrap();
+    /// flaky.do_send(Crash).unwrap(); // handled by the second instance
+    /// tokio::time::sleep(Duration::from_millis(500)).await;
+    /// assert_eq!(root.tree().get("root/flaky").unwrap().state, ChildState::Restarting, "waiting 1 s");
+    /// tokio::time::sleep(Duration::from_secs(1)).await;
+    /// assert_eq!(root.tree().get("root/flaky").unwrap().state, ChildState::Running);
+    /// # });
+    /// ```
+    pub fn backoff(mut self, backoff: RestartBackoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets whether the child's repeated failures may escalate (default
+    /// [`Criticality::Critical`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::actors::supervisor::*;
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
+    /// # actlet::testing::run_paused(async {
+    /// let server = ChildSpec::new("healthz", || Counter(0)).criticality(Criticality::NonCritical);
+    /// let healthz = server.child_ref();
+    /// let root = SupervisorSpec::new("root").intensity(2, Duration::from_secs(60)).child(server).start_root();
+    /// for _ in 0..5 {
+    ///     healthz.do_send(Crash).unwrap();
+    /// }
+    /// tokio::time::sleep(Duration::from_secs(120)).await;
+    /// let info = root.tree().get("root/healthz").unwrap();
+    /// assert!(info.exhausted, "reported, retried later");
+    /// assert_eq!(root.exit_reason(), None, "the root did not escalate");
+    /// # });
+    /// ```
+    pub fn criticality(mut self, criticality: Criticality) -> Self {
+        self.criticality = criticality;
+        self
     }
 
     /// Sets the restart policy (default [`RestartPolicy::Permanent`]).
@@ -508,6 +564,8 @@ pub(crate) trait ErasedSpec: Send + Sync {
     fn kind(&self) -> &'static str;
     fn policy(&self) -> RestartPolicy;
     fn shutdown_timeout(&self) -> Duration;
+    fn backoff(&self) -> RestartBackoff;
+    fn criticality(&self) -> Criticality;
     /// Builds a fresh instance and spawns it, contained, on the current
     /// arbiter; `Err` if the factory panicked (nothing was spawned).
     fn start(&self, cx: ChildContext, notify: ExitNotifier) -> Result<InstanceControl, ExitReason>;
@@ -530,6 +588,14 @@ impl<A: Actor<Context = Context<A>>> ErasedSpec for ChildSpec<A> {
 
     fn shutdown_timeout(&self) -> Duration {
         self.shutdown_timeout
+    }
+
+    fn backoff(&self) -> RestartBackoff {
+        self.backoff
+    }
+
+    fn criticality(&self) -> Criticality {
+        self.criticality
     }
 
     fn start(&self, cx: ChildContext, notify: ExitNotifier) -> Result<InstanceControl, ExitReason> {

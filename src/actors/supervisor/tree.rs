@@ -109,6 +109,12 @@ pub struct ChildInfo {
     pub restarts_in_window: usize,
     /// The last abnormal exit, if any.
     pub last_failure: Option<Failure>,
+    /// False for a [`Criticality::NonCritical`](super::Criticality) child.
+    pub critical: bool,
+    /// A non-critical child that exceeded its restart intensity: it is retried
+    /// at its longest backoff instead of escalating. Cleared once an instance
+    /// has run for the backoff's `reset_after`.
+    pub exhausted: bool,
     /// When the current (or last) instance was started.
     pub started_at: Option<SystemTime>,
 }
@@ -125,6 +131,8 @@ impl ChildInfo {
             restarts: 0,
             restarts_in_window: 0,
             last_failure: None,
+            critical: true,
+            exhausted: false,
             started_at: None,
         }
     }

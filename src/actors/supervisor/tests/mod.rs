@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, Running};
 
-use super::{ChildSpec, fail};
+use super::{ChildSpec, RestartBackoff, fail};
 
 mod addressing;
+mod backoff;
 mod lifecycle;
 mod shutdown;
 mod strategies;
@@ -202,6 +203,8 @@ fn build(name: &'static str, log: &Log, hang: bool) -> ChildSpec<Worker> {
         count: 0,
         hang,
     })
+    // These suites test strategies and intensity; backoff has its own (backoff.rs).
+    .backoff(RestartBackoff::NONE)
 }
 
 /// `["a+1", "b+1"]` from `ev!["a+1", "b+1"]`.

@@ -1,0 +1,242 @@
+//! [`PodSyncStatuses`]: the one owner of per-pod lifecycle state (upstream
+//! `podWorkers.podSyncStatuses`): for every pod UID with a worker, its
+//! worker's address, lifecycle state, whether a kill was requested, whether
+//! it must start afresh once terminated, and since when it is terminating or
+//! terminated.
+//!
+//! It lives outside every actor (created by the tree assembly), so the
+//! pod-workers manager adopts the running workers after its own restart,
+//! and readers — housekeeping, GC, mirror pods, probes, volumes — get the
+//! current state synchronously instead of asking an actor that may be
+//! restarting (a failed ask used to read as "no workers").
+//!
+//! # Guarantees
+//! - A kill is visible ([`PodSyncStatus::is_terminating`]) from the moment it
+//!   is requested, before the worker even sees it.
+//! - States only move forward: `Syncing → Terminating → Terminated`, unless
+//!   the pod is forgotten and created afresh.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::time::Instant;
+
+use crate::actors::supervisor::ChildRef;
+use crate::messages::PodUid;
+use crate::messages::pod_work::WorkerState;
+
+use super::worker::PodWorker;
+
+/// One pod's lifecycle record.
+#[derive(Clone, Debug)]
+pub struct PodSyncStatus {
+    /// The worker's stable address (outlives the worker's restarts).
+    pub worker: Option<ChildRef<PodWorker>>,
+    /// What the worker last reported.
+    pub state: WorkerState,
+    /// A kill was requested (the pod is terminating from then on).
+    pub kill_requested: bool,
+    /// Re-added while terminating: start afresh once terminated.
+    pub restart_requested: bool,
+    /// `namespace/name` (upstream's full name gates static pods).
+    pub full_name: String,
+    /// When the kill was requested.
+    pub terminating_at: Option<Instant>,
+    /// When the worker reported the pod terminated.
+    pub terminated_at: Option<Instant>,
+    /// A static pod held back until the previous pod of its full name has
+    /// terminated (no worker yet).
+    pub waiting_to_start: bool,
+}
+
+impl PodSyncStatus {
+    fn new(full_name: String) -> Self {
+        Self {
+            worker: None,
+            state: WorkerState::Syncing,
+            kill_requested: false,
+            restart_requested: false,
+            full_name,
+            terminating_at: None,
+            terminated_at: None,
+            waiting_to_start: false,
+        }
+    }
+
+    /// The state as seen from outside: a requested kill counts as terminating.
+    pub fn effective_state(&self) -> WorkerState {
+        match self.state {
+            WorkerState::Syncing if self.kill_requested => WorkerState::Terminating,
+            other => other,
+        }
+    }
+
+    /// Terminating or terminated (upstream `IsPodTerminationRequested`).
+    pub fn is_terminating(&self) -> bool {
+        self.effective_state() != WorkerState::Syncing
+    }
+
+    /// May still have running containers (upstream
+    /// `CouldHaveRunningContainers`): anything but terminated.
+    pub fn could_have_running_containers(&self) -> bool {
+        self.state != WorkerState::Terminated && !self.waiting_to_start
+    }
+}
+
+/// Shared, cloneable handle on the per-pod lifecycle records.
+///
+/// ```
+/// use actlet::pod_workers::PodSyncStatuses;
+/// use actlet::messages::pod_work::WorkerState;
+/// let statuses = PodSyncStatuses::default();
+/// statuses.request_kill(&"u1".into(), "ns/web");
+/// assert_eq!(statuses.state(&"u1".into()), Some(WorkerState::Terminating));
+/// assert!(statuses.is_terminating_by_full_name("ns/web"));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct PodSyncStatuses(Arc<Mutex<HashMap<PodUid, PodSyncStatus>>>);
+
+impl PodSyncStatuses {
+    fn lock(&self) -> MutexGuard<'_, HashMap<PodUid, PodSyncStatus>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the record of `uid`, creating it if needed.
+    pub fn update<R>(&self, uid: &PodUid, full_name: &str, f: impl FnOnce(&mut PodSyncStatus) -> R) -> R {
+        let mut map = self.lock();
+        let entry = map
+            .entry(uid.clone())
+            .or_insert_with(|| PodSyncStatus::new(full_name.to_string()));
+        f(entry)
+    }
+
+    /// Runs `f` on the record of `uid` if there is one.
+    pub fn update_existing<R>(&self, uid: &PodUid, f: impl FnOnce(&mut PodSyncStatus) -> R) -> Option<R> {
+        self.lock().get_mut(uid).map(f)
+    }
+
+    /// A copy of the record of `uid`.
+    pub fn get(&self, uid: &PodUid) -> Option<PodSyncStatus> {
+        self.lock().get(uid).cloned()
+    }
+
+    /// The effective state of `uid`'s worker, if it has one.
+    pub fn state(&self, uid: &PodUid) -> Option<WorkerState> {
+        self.lock().get(uid).map(PodSyncStatus::effective_state)
+    }
+
+    /// Effective states of every known pod.
+    pub fn states(&self) -> HashMap<PodUid, WorkerState> {
+        self.lock()
+            .iter()
+            .map(|(uid, s)| (uid.clone(), s.effective_state()))
+            .collect()
+    }
+
+    /// Marks `uid` terminating now (idempotent; the first request's time is kept).
+    pub fn request_kill(&self, uid: &PodUid, full_name: &str) {
+        self.update(uid, full_name, |s| {
+            if !s.kill_requested {
+                s.kill_requested = true;
+                s.terminating_at.get_or_insert_with(Instant::now);
+            }
+        });
+    }
+
+    /// Records what a worker reported.
+    pub fn set_state(&self, uid: &PodUid, state: WorkerState) {
+        self.update_existing(uid, |s| {
+            if state > s.state {
+                s.state = state;
+            }
+            match state {
+                WorkerState::Terminating => {
+                    s.terminating_at.get_or_insert_with(Instant::now);
+                }
+                WorkerState::Terminated => {
+                    s.terminated_at.get_or_insert_with(Instant::now);
+                }
+                WorkerState::Syncing => {}
+            }
+        });
+    }
+
+    /// Static pods waiting to start: `(uid, full name)`.
+    pub fn waiting_to_start(&self) -> Vec<(PodUid, String)> {
+        self.lock()
+            .iter()
+            .filter(|(_, s)| s.waiting_to_start)
+            .map(|(uid, s)| (uid.clone(), s.full_name.clone()))
+            .collect()
+    }
+
+    /// Drops the record of `uid` (its worker was forgotten).
+    pub fn remove(&self, uid: &PodUid) -> Option<PodSyncStatus> {
+        self.lock().remove(uid)
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// No records.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// A pod of this full name is terminating and may still run containers
+    /// (upstream `IsPodForMirrorPodTerminatingByFullName`).
+    pub fn is_terminating_by_full_name(&self, full_name: &str) -> bool {
+        self.lock()
+            .values()
+            .any(|s| s.full_name == full_name && s.is_terminating() && s.could_have_running_containers())
+    }
+
+    /// Whether a pod `uid` named `full_name` may start now (upstream
+    /// `allowStaticPodStart`): no *other* pod of the same full name may still
+    /// run containers. Static pods replaced by a new UID (a changed
+    /// manifest) wait until the old one has stopped, so two never hold the
+    /// same ports or data at once.
+    pub fn may_start(&self, uid: &PodUid, full_name: &str) -> bool {
+        !self
+            .lock()
+            .iter()
+            .any(|(u, s)| u != uid && s.full_name == full_name && s.could_have_running_containers())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requested_kill_reads_as_terminating_until_the_worker_reports_terminated() {
+        let s = PodSyncStatuses::default();
+        let uid = PodUid::from("u");
+        s.update(&uid, "ns/a", |_| ());
+        assert_eq!(s.state(&uid), Some(WorkerState::Syncing));
+        s.request_kill(&uid, "ns/a");
+        assert_eq!(s.state(&uid), Some(WorkerState::Terminating));
+        s.set_state(&uid, WorkerState::Syncing); // a late report of an older step
+        assert_eq!(s.state(&uid), Some(WorkerState::Terminating), "never goes back");
+        s.set_state(&uid, WorkerState::Terminated);
+        assert_eq!(s.state(&uid), Some(WorkerState::Terminated));
+        assert!(s.get(&uid).unwrap().terminated_at.is_some());
+    }
+
+    #[test]
+    fn static_pods_of_one_full_name_start_one_at_a_time() {
+        let s = PodSyncStatuses::default();
+        let (old, new) = (PodUid::from("old"), PodUid::from("new"));
+        s.update(&old, "kube-system/etcd-n", |_| ());
+        assert!(!s.may_start(&new, "kube-system/etcd-n"), "old still running");
+        assert!(s.may_start(&old, "kube-system/etcd-n"), "itself does not count");
+        s.request_kill(&old, "kube-system/etcd-n");
+        assert!(s.is_terminating_by_full_name("kube-system/etcd-n"));
+        assert!(!s.may_start(&new, "kube-system/etcd-n"), "still stopping");
+        s.set_state(&old, WorkerState::Terminated);
+        assert!(s.may_start(&new, "kube-system/etcd-n"));
+        assert!(!s.is_terminating_by_full_name("kube-system/etcd-n"));
+    }
+}
