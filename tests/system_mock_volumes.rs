@@ -159,3 +159,40 @@ spec:
         );
     });
 }
+
+#[test]
+fn killing_the_volume_manager_mid_flight_goes_unnoticed() {
+    use actlet::actors::supervisor::{ChildState, KillChild};
+    run_paused(|| async {
+        let node = Node::start(MockRuntime::new());
+        let host = node.dir.path().join("host-data");
+        let p = web(&host);
+        let uid = uid_of(&p);
+        node.set_pods(&[&p]);
+        // Killed while the pod's first sync waits for its volumes.
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        node.kubelet
+            .root
+            .addr()
+            .send(KillChild("volume-manager".into()))
+            .await
+            .unwrap_or_else(|e| panic!("root: {e}"))
+            .unwrap_or_else(|e| panic!("kill volume-manager: {e}"));
+        node.wait_for("vols Running", Duration::from_secs(30), |n| n.is_running(&uid, "app"))
+            .await;
+        assert_eq!(node.containers("vols", "app").len(), 1, "one container, no retry storm");
+        let info = node
+            .kubelet
+            .tree()
+            .get("root/volume-manager")
+            .unwrap_or_else(|| panic!("volume-manager missing"));
+        assert_eq!((info.state, info.restarts), (ChildState::Running, 1));
+        // The restarted instance still cleans up.
+        let pod_dir = node.dir.path().join("root/pods/u-vols");
+        assert!(pod_dir.exists());
+        node.set_pods(&[]);
+        node.wait_for("pod dir removed", Duration::from_secs(60), |_| !pod_dir.exists())
+            .await;
+        assert_eq!(node.kubelet.root.exit_reason(), None);
+    });
+}
