@@ -65,6 +65,7 @@ fn web(host_dir: &Path) -> k8s_openapi::api::core::v1::Pod {
         r#"
 metadata: {{name: vols, namespace: default, uid: u-vols, labels: {{app: web}}}}
 spec:
+  securityContext: {{fsGroup: 2000}}
   containers:
   - name: app
     image: "busybox:1.36"
@@ -117,12 +118,20 @@ fn volumes_are_ready_before_the_container_and_gone_after_the_pod() {
         assert!(info.1, "downwardAPI volumes are read-only");
         let expect = BTreeMap::from([
             ("labels".to_string(), ("app=\"web\"".to_string(), 0o644)),
-            ("name".to_string(), ("vols".to_string(), 0o400)),
+            ("name".to_string(), ("vols".to_string(), 0o440)), // 0400 + g+r for the fsGroup
             ("mem".to_string(), ("64".to_string(), 0o644)),
         ]);
         assert_eq!(info.2, expect, "files present with their modes before CreateContainer");
-        let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o777);
+        let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o7777;
+        if nix::unistd::geteuid().is_root() {
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(mode, 0o2777, "fsGroup: setgid");
+            assert_eq!(std::fs::metadata(&cache).unwrap().gid(), 2000);
+            let name = vol("kubernetes.io~downward-api", "info").join("name");
+            assert_eq!(std::fs::metadata(name).unwrap().gid(), 2000);
+        } else {
+            assert_eq!(mode & 0o777, 0o777);
+        }
 
         // The pod goes: containers stop, then its directory is removed; the
         // hostPath directory stays.

@@ -243,6 +243,44 @@ pub fn tear_down_dir(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Upstream `SetVolumeOwnership` for the pod's `fsGroup`: every entry under
+/// `dir` gets group `gid` (symlinks themselves, never their targets); files
+/// get `g+r` (`g+rw` unless `read_only`), directories also `g+x` and setgid.
+/// With `only_on_root_mismatch` (`fsGroupChangePolicy: OnRootMismatch`)
+/// nothing is done when `dir` already has that group and setgid.
+pub fn set_volume_ownership(dir: &Path, gid: u32, read_only: bool, only_on_root_mismatch: bool) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let fail = |p: &Path, e: &dyn std::fmt::Display| format!("set ownership of {}: {e}", p.display());
+    if only_on_root_mismatch && fs::metadata(dir).is_ok_and(|m| m.gid() == gid && m.mode() & 0o2000 != 0) {
+        return Ok(());
+    }
+    let mask = if read_only { 0o440 } else { 0o660 };
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let meta = fs::symlink_metadata(&p).map_err(|e| fail(&p, &e))?;
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &p,
+            None,
+            Some(nix::unistd::Gid::from_raw(gid)),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| fail(&p, &e))?;
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let mut mode = meta.permissions().mode() & 0o7777 | mask;
+        if meta.is_dir() {
+            mode |= 0o2110;
+            for entry in fs::read_dir(&p).map_err(|e| fail(&p, &e))? {
+                stack.push(entry.map_err(|e| fail(&p, &e))?.path());
+            }
+        }
+        fs::set_permissions(&p, fs::Permissions::from_mode(mode)).map_err(|e| fail(&p, &e))?;
+    }
+    Ok(())
+}
+
 /// True when this process may mount (effective UID 0).
 pub fn can_mount() -> bool {
     nix::unistd::geteuid().is_root()

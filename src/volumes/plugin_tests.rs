@@ -104,3 +104,34 @@ fn plugin_dirs_round_trip() {
     assert_eq!(Plugin::HostPath.dir_name(), None);
     assert!(Plugin::Secret.is_api_data() && !Plugin::EmptyDir.is_api_data());
 }
+
+#[test]
+fn fs_group_ownership_changes_groups_and_modes_but_not_through_symlinks() {
+    use std::os::unix::fs::MetadataExt;
+    if !can_mount() {
+        eprintln!("SKIPPED: not root, cannot chown");
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("target");
+    fs::write(&target, "x").unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o600)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let vol = dir.path().join("vol");
+    fs::create_dir_all(vol.join("sub")).unwrap();
+    fs::write(vol.join("sub/f"), "y").unwrap();
+    fs::set_permissions(vol.join("sub/f"), fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(&target, vol.join("link")).unwrap();
+    set_volume_ownership(&vol, 4321, false, false).unwrap();
+    let meta = |p: &Path| fs::symlink_metadata(p).unwrap();
+    assert_eq!(meta(&vol.join("sub/f")).gid(), 4321);
+    assert_eq!(meta(&vol.join("sub/f")).mode() & 0o7777, 0o660);
+    assert_eq!(meta(&vol.join("sub")).mode() & 0o2000, 0o2000, "setgid directories");
+    assert_eq!(meta(&vol.join("link")).gid(), 4321, "the symlink itself");
+    assert_eq!(meta(&target).gid(), 0, "never its target");
+    assert_eq!(meta(&target).mode() & 0o777, 0o600);
+    // OnRootMismatch: the root already matches, nothing below is touched.
+    fs::set_permissions(vol.join("sub/f"), fs::Permissions::from_mode(0o600)).unwrap();
+    set_volume_ownership(&vol, 4321, false, true).unwrap();
+    assert_eq!(meta(&vol.join("sub/f")).mode() & 0o7777, 0o600);
+}

@@ -93,9 +93,17 @@ fn tmpfs_size(volume: &Volume, deps: &SetupDeps) -> u64 {
     limit.unwrap_or_else(|| deps.env.allocatable_memory.value()).max(0) as u64
 }
 
+/// The pod's `fsGroup` and whether `fsGroupChangePolicy` is `OnRootMismatch`.
+fn fs_group(pod: &Pod) -> Option<(u32, bool)> {
+    let sc = pod.spec.as_ref()?.security_context.as_ref()?;
+    let gid = u32::try_from(sc.fs_group?).ok()?;
+    Some((gid, sc.fs_group_change_policy.as_deref() == Some("OnRootMismatch")))
+}
+
 /// Sets up `volume` of `pod`; on success it is ready to be mounted into containers.
 pub async fn set_up(deps: &SetupDeps, pod: &Pod, volume: &Volume) -> Result<MountedVolume, String> {
     let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let group = fs_group(pod);
     let kind = Plugin::of(volume);
     let dir = |p: Plugin| p.dir_name().map(|d| volume_dir(&deps.root_dir, &uid, d, &volume.name));
     match kind {
@@ -122,6 +130,10 @@ pub async fn set_up(deps: &SetupDeps, pod: &Pod, volume: &Volume) -> Result<Moun
                         tracing::warn!(path = %p.display(), "not root: memory-backed emptyDir is a plain directory");
                     }
                     plugin::make_empty_dir(&p).map_err(|e| format!("failed to create {}: {e}", p.display()))
+                }?;
+                match group {
+                    Some((gid, on_mismatch)) => plugin::set_volume_ownership(&p, gid, false, on_mismatch),
+                    None => Ok(()),
                 }
             })
             .await?;
@@ -134,10 +146,22 @@ pub async fn set_up(deps: &SetupDeps, pod: &Pod, volume: &Volume) -> Result<Moun
         Plugin::ConfigMap | Plugin::Secret | Plugin::Projected | Plugin::DownwardApi => {
             let path = dir(kind).unwrap_or_default();
             let fetched = fetch(deps, pod, volume).await;
-            let payload = volume_payload(volume, pod, &fetched, &deps.env)
+            let mut payload = volume_payload(volume, pod, &fetched, &deps.env)
                 .unwrap_or_else(|| Err("not an API data volume".into()))?;
+            if group.is_some() {
+                // What SetVolumeOwnership gives read-only volumes (g+r), in the
+                // payload already, so an unchanged volume compares equal.
+                payload.values_mut().for_each(|f| f.mode |= 0o040);
+            }
             let p = path.clone();
-            let changed = blocking(move || atomic_writer::write(&p, &payload).map_err(|e| e.to_string())).await?;
+            let changed = blocking(move || {
+                let changed = atomic_writer::write(&p, &payload).map_err(|e| e.to_string())?;
+                if let Some((gid, _)) = group {
+                    plugin::set_volume_ownership(&p, gid, true, false)?;
+                }
+                Ok(changed)
+            })
+            .await?;
             if changed {
                 tracing::debug!(volume = %volume.name, path = %path.display(), "volume content written");
             }
