@@ -323,3 +323,62 @@ fn an_object_the_node_may_not_read_is_a_forbidden_event_not_a_crash() {
         assert_eq!(vm.restarts, 0, "a 403 is not a crash");
     });
 }
+
+#[test]
+fn image_pull_secrets_reach_pull_image_and_a_missing_one_is_an_event() {
+    use actlet::cri::mock::MockImage;
+    use actlet::cri::v1::PullImageRequest;
+    run(|| async {
+        let server = TestApiServer::start();
+        // {"auths": {"https://registry.example.com/v2/": {"auth": base64("robot:s3cr3t")}}}
+        let config = r#"{"auths":{"https://registry.example.com/v2/":{"auth":"cm9ib3Q6czNjcjN0"}}}"#;
+        let encoded = {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(config)
+        };
+        create(
+            &server,
+            "secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "regcred"},
+                "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": encoded}}),
+        );
+        let pulls: Arc<Mutex<Vec<PullImageRequest>>> = Arc::default();
+        let seen = pulls.clone();
+        let mock = MockRuntime::builder()
+            .pullable(MockImage::new("registry.example.com/team/app:1"), Duration::ZERO)
+            .build();
+        let hooked = HookedRuntime::new(mock.clone(), move |call| {
+            if let Some(req) = call.request::<PullImageRequest>() {
+                seen.lock().unwrap_or_else(|p| p.into_inner()).push(req.clone());
+            }
+        });
+        let _node = start_node(&server, mock, move |b| b.shared_runtime(Arc::new(hooked))).await;
+        let pod = |name: &str, secret: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"nodeName": NODE, "imagePullSecrets": [{"name": secret}],
+                    "containers": [{"name": "app", "image": "registry.example.com/team/app:1", "command": ["sleep", "3600"]}]}})
+        };
+        create(&server, "pods", pod("private", "regcred"));
+        let req = eventually("PullImage", T, || pulls.lock().unwrap().first().cloned()).await;
+        let auth = req.auth.unwrap_or_default();
+        assert_eq!((auth.username.as_str(), auth.password.as_str()), ("robot", "s3cr3t"));
+        assert_eq!(auth.server_address, "https://registry.example.com/v2/");
+        eventually("private Running", T, || {
+            let p = server.store().pod("default", "private")?;
+            (p.status?.phase.as_deref() == Some("Running")).then_some(())
+        })
+        .await;
+
+        create(&server, "pods", pod("no-secret", "missing"));
+        let (_, message) = eventually("FailedToRetrieveImagePullSecret", T, || {
+            events_for(&server, "no-secret")
+                .into_iter()
+                .find(|(r, _)| r == "FailedToRetrieveImagePullSecret")
+        })
+        .await;
+        assert_eq!(
+            message,
+            "Unable to retrieve some image pull secrets (default/missing); attempting to pull the image may not succeed."
+        );
+    });
+}

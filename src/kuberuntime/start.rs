@@ -217,7 +217,8 @@ impl RuntimeManager {
             pod_ips,
             volumes,
         } = ctx;
-        let image = self.ensure_image(pod, container, sandbox_config).await?;
+        let credentials = volumes.map(|v| v.pull_secrets.as_slice()).unwrap_or_default();
+        let image = self.ensure_image(pod, container, sandbox_config, credentials).await?;
         let restart_count = self.next_restart_count(pod, container, status).await;
 
         let config_error = |message: String| SyncError::new(SyncErrorReason::CreateContainerConfigError, message);

@@ -23,6 +23,7 @@ use super::actor::Reconcile;
 use super::context::PodVolumeContext;
 use super::env_objects::fetch_env_objects;
 use super::objects::ObjectSource;
+use super::pull_secrets::{RegistryCredential, parse_secret};
 use super::store::VolumeStore;
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::events::EventRecorder;
@@ -165,7 +166,52 @@ impl VolumeHandle {
             let _ = tokio::time::timeout(wait, changes.changed()).await;
         };
         let env = fetch_env_objects(inner.objects.as_ref(), pod).await;
-        Ok(Some(PodVolumeContext { volumes, env }))
+        let pull_secrets = self.pull_secrets(inner, pod).await;
+        Ok(Some(PodVolumeContext {
+            volumes,
+            env,
+            pull_secrets,
+        }))
+    }
+
+    /// The credentials of `pod`'s imagePullSecrets; a secret that cannot be
+    /// read is upstream's `FailedToRetrieveImagePullSecret` event (the pull is
+    /// still attempted).
+    async fn pull_secrets(&self, inner: &Inner, pod: &Pod) -> Vec<RegistryCredential> {
+        let names: Vec<&str> = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.image_pull_secrets.iter().flatten())
+            .map(|r| r.name.as_str())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if names.is_empty() || !inner.objects.has_client() {
+            return Vec::new();
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let (mut creds, mut failed) = (Vec::new(), Vec::new());
+        for name in names {
+            match inner.objects.secret(ns, name).await {
+                Ok(secret) => creds.extend(parse_secret(&secret)),
+                Err(e) => {
+                    tracing::warn!(secret = %name, error = %e, "unable to retrieve pull secret");
+                    failed.push(format!("{ns}/{name}"));
+                }
+            }
+        }
+        if !failed.is_empty() {
+            inner.events.pod_event(
+                pod,
+                None,
+                EventType::Warning,
+                "FailedToRetrieveImagePullSecret",
+                format!(
+                    "Unable to retrieve some image pull secrets ({}); attempting to pull the image may not succeed.",
+                    failed.join(", ")
+                ),
+            );
+        }
+        creds
     }
 }
 

@@ -19,6 +19,7 @@
 //! - [`objects`] / [`watch_cache`]: ConfigMaps and Secrets (one watch per
 //!   referenced object), [`token`]: service account tokens;
 //! - [`paths`]: layout and path checks; [`refs`]: what a pod references;
+//!   [`pull_secrets`]: imagePullSecrets → `PullImage` credentials;
 //! - [`setup`], [`reconcile`], [`actor`], [`store`], [`handle`]: the manager.
 
 pub mod actor;
@@ -31,6 +32,7 @@ pub mod objects;
 pub mod paths;
 pub mod payload;
 pub mod plugin;
+pub mod pull_secrets;
 pub mod reconcile;
 pub mod refs;
 pub mod setup;
