@@ -75,26 +75,37 @@ fn propagation(m: &VolumeMount) -> Result<i32, String> {
 /// missing; refused when it resolves outside the volume.
 fn sub_path_host(volume: &Path, sub: &str, mount: &str, container: &str) -> Result<PathBuf, String> {
     validate_sub_path(sub)?;
+    let base = volume
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve volume path {}: {e}", volume.display()))?;
+    let inside = |p: &Path| -> Result<PathBuf, String> {
+        let real = p
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve subPath {sub:?}: {e}"))?;
+        if real.starts_with(&base) {
+            Ok(real)
+        } else {
+            Err(format!(
+                "subpath {:?} not within volume path {:?}",
+                real.display().to_string(),
+                base.display().to_string()
+            ))
+        }
+    };
     let host = volume.join(clean_relative(sub));
     if std::fs::symlink_metadata(&host).is_err() {
+        // Nothing is created before the deepest existing ancestor is known
+        // to lie inside the volume (a symlink must not lead the mkdir out).
+        let existing = host
+            .ancestors()
+            .find(|a| std::fs::symlink_metadata(a).is_ok())
+            .unwrap_or(volume);
+        inside(existing)?;
         std::fs::create_dir_all(&host).map_err(|e| {
             format!("failed to create subPath directory for volumeMount {mount:?} of container {container:?}: {e}")
         })?;
     }
-    let base = volume
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve volume path {}: {e}", volume.display()))?;
-    let real = host
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve subPath {sub:?}: {e}"))?;
-    if !real.starts_with(&base) {
-        return Err(format!(
-            "subpath {:?} not within volume path {:?}",
-            real.display().to_string(),
-            base.display().to_string()
-        ));
-    }
-    Ok(real)
+    inside(&host)
 }
 
 /// The CRI mounts of `container` (whose environment is `envs`) over the

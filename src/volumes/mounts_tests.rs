@@ -87,8 +87,15 @@ fn bad_mounts_are_refused_and_write_nothing_outside() {
         "missing value for UNSET"
     );
     // A symlink inside the volume pointing out of it.
-    std::os::unix::fs::symlink("/etc", dir.path().join("cache/link")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("cache/link")).unwrap();
     let e = err("{name: app, volumeMounts: [{name: cache, mountPath: /x, subPath: link}]}");
     assert!(e.contains("not within volume path"), "{e}");
+    let e = err("{name: app, volumeMounts: [{name: cache, mountPath: /x, subPath: link/new/dir}]}");
+    assert!(e.contains("not within volume path"), "{e}");
+    assert!(
+        !outside.path().join("new").exists(),
+        "no directory created through the symlink"
+    );
     assert!(!dir.path().join("escape").exists());
 }
