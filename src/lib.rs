@@ -67,6 +67,8 @@ pub mod status;
 pub mod sync_loop;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[doc(hidden)]
+pub mod volumes;
 
 pub use embed::{ActletBuilder, BuildError, PodSource, SourceError};
 pub use kubelet::{Kubelet, KubeletConfig};

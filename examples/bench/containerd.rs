@@ -387,6 +387,7 @@ async fn raw_pod(
         image_user: user,
         pod_ips: &[],
         mounts: vec![],
+        volumes: None,
     };
     let config = generate_container_config(input, cfg)?;
     let id = client

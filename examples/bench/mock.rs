@@ -511,6 +511,7 @@ async fn mock_pod(
         image_user: user,
         pod_ips: &[],
         mounts: vec![],
+        volumes: None,
     };
     let config = generate_container_config(input, cfg)?;
     let id = rt

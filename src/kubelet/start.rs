@@ -6,6 +6,7 @@
 //! ├── runtime-health        CRI Status every 5 s → watch channel
 //! ├── status-syncer         (cluster) pods/status patches, deletion finalisation
 //! ├── status-manager        versioned API status cache
+//! ├── volume-manager        mounts pods' volumes before their containers start, cleans up after
 //! ├── pod-workers           supervisor (one-for-one) of the per-pod workers
 //! ├── pod-workers-manager   routes updates to pod-<uid> workers
 //! ├── pleg                  relist every 1 s → pod cache + events
@@ -242,6 +243,20 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             .with_events(events.clone()),
     );
 
+    let volumes = crate::volumes::assemble(crate::volumes::VolumeInputs {
+        root_dir: config.root_dir.clone(),
+        objects: match &ext.api_client {
+            Some(c) => Arc::new(crate::volumes::objects::ApiObjects::new(c.clone())),
+            None => Arc::new(crate::volumes::objects::Standalone),
+        },
+        pods: pods.clone(),
+        cache: cache.clone(),
+        events: events.clone(),
+        env: manager.config().env_context(&[]),
+        resync: config.sync.sync_frequency,
+        period: crate::volumes::actor::RECONCILE_PERIOD,
+    });
+
     let heartbeat = SyncLoopHeartbeat::default();
     let pleg_health = PlegHealthHandle::default();
     let (health_tx, health_rx) = RuntimeHealth::channel();
@@ -290,6 +305,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         runtime_name: config.runtime_name.clone(),
         wall_clock: config.wall_clock.0.clone(),
         probes: probe_store.clone(),
+        volumes: volumes.handle.clone(),
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
@@ -377,7 +393,10 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         expected.push(PodSource::Api);
     }
     expected.extend(config.custom_sources.iter().cloned().map(PodSource::Custom));
-    let (updates, ready) = (sync_ref.recipient(), sync_ref.recipient());
+    let (updates, ready) = (
+        sync_ref.recipient(),
+        crate::volumes::sources_ready_tap(&volumes.store, sync_ref.recipient()),
+    );
     let exp = expected.clone();
     let manifest_errors = ManifestErrors::default();
     let me = manifest_errors.clone();
@@ -401,6 +420,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     }
     let mut root = root
         .child(status_manager)
+        .child(volumes.spec)
         .child(workers_sup)
         .child(workers)
         .child(pleg)

@@ -81,6 +81,7 @@ impl RuntimeManagerConfig {
             pod_ips: pod_ips.to_vec(),
             allocatable_cpu: self.allocatable_cpu,
             allocatable_memory: self.allocatable_memory,
+            objects: Default::default(),
         }
     }
 }

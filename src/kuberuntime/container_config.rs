@@ -5,8 +5,9 @@
 //! - image: the resolved image ref, with the spec's image as
 //!   `user_specified_image`;
 //! - command/args with `$(VAR)` expanded against the environment;
-//! - envs ([`env`](super::env)), mounts (computed by the caller; volumes are a
-//!   later issue), log path `<container>/<restartCount>.log`;
+//! - envs ([`env`](super::env)), mounts (the caller's, plus the container's
+//!   `volumeMounts` over the volumes the volume manager set up:
+//!   [`crate::volumes::mounts`]), log path `<container>/<restartCount>.log`;
 //! - labels/annotations ([`labels`](super::labels));
 //! - linux: resources ([`qos`](super::qos)) and security context
 //!   ([`security_context`](super::security_context)).
@@ -25,6 +26,7 @@ use super::qos::container_resources;
 use super::sandbox_config::pod_log_directory;
 use super::security_context::{ImageUser, container_security_context, seccomp_profile, verify_run_as_non_root};
 use crate::cri::v1::{ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig, Mount};
+use crate::volumes::PodVolumeContext;
 
 /// Upstream's waiting reason for these errors.
 pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
@@ -41,6 +43,9 @@ pub enum ContainerConfigError {
     /// The seccomp profile is invalid.
     #[error("{0}")]
     Seccomp(String),
+    /// A `volumeMounts` entry cannot be satisfied.
+    #[error("{0}")]
+    Mount(String),
     /// The container log directory could not be created.
     #[error("create container log directory for container {container} failed: {message}")]
     LogDirectory {
@@ -73,8 +78,11 @@ pub struct ContainerConfigInput<'a> {
     pub image_user: &'a ImageUser,
     /// The pod's IPs (downward API).
     pub pod_ips: &'a [String],
-    /// Mounts computed by the volume manager (none yet).
+    /// Extra mounts computed by the caller.
     pub mounts: Vec<Mount>,
+    /// The pod's volumes and env objects from the volume manager (None: no
+    /// volume manager; `volumeMounts` are then ignored).
+    pub volumes: Option<&'a PodVolumeContext>,
 }
 
 /// `<pod_logs_dir>/<ns>_<name>_<uid>/<container>` (upstream `BuildContainerLogsDirectory`).
@@ -122,10 +130,20 @@ pub fn generate_container_config(
         image_ref,
         image_user,
         pod_ips,
-        mounts,
+        mut mounts,
+        volumes,
     } = input;
     verify_run_as_non_root(pod, container, image_user).map_err(ContainerConfigError::RunAsNonRoot)?;
-    let envs = make_environment_variables(pod, container, &cfg.env_context(pod_ips))?;
+    let mut env_ctx = cfg.env_context(pod_ips);
+    if let Some(v) = volumes {
+        env_ctx.objects = v.env.clone();
+    }
+    let envs = make_environment_variables(pod, container, &env_ctx)?;
+    if let Some(v) = volumes {
+        let volume_mounts = crate::volumes::mounts::container_mounts(container, &v.volumes, &envs)
+            .map_err(ContainerConfigError::Mount)?;
+        mounts.extend(volume_mounts);
+    }
     let (command, args) = expand_command_and_args(container, &envs);
     let seccomp = seccomp_profile(pod, container, &cfg.seccomp_profile_root, cfg.seccomp_default)
         .map_err(ContainerConfigError::Seccomp)?;

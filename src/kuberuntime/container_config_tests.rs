@@ -38,6 +38,7 @@ fn input<'a>(p: &'a Pod, user: &'a ImageUser, ips: &'a [String]) -> ContainerCon
             host_path: "/var/lib/x".into(),
             ..Default::default()
         }],
+        volumes: None,
     }
 }
 
@@ -116,7 +117,7 @@ fn unresolvable_env_and_bad_seccomp_are_config_errors() {
     );
     let err = generate_container_config(input(&p, &ImageUser::default(), &[]), &RuntimeManagerConfig::default()).err();
     assert!(
-        matches!(err, Some(ContainerConfigError::Env(EnvError::SourceUnavailable { .. }))),
+        matches!(err, Some(ContainerConfigError::Env(EnvError::NoClient { .. }))),
         "{err:?}"
     );
     let p = pod(

@@ -8,11 +8,15 @@
 //! (`limits|requests.cpu|memory|ephemeral-storage` with a divisor; unset
 //! limits read as node allocatable, like upstream).
 //!
-//! Not yet: `configMapKeyRef`, `secretKeyRef`, `envFrom` and service links
-//! (they need the configMap/secret managers). A non-optional reference fails
-//! with [`EnvError::SourceUnavailable`] (the container waits with
-//! `CreateContainerConfigError`, as upstream does when the object is missing);
-//! an optional one is skipped.
+//! `configMapKeyRef`, `secretKeyRef` and `envFrom` (with `prefix`) read the
+//! objects fetched before the sync ([`EnvObjects`], from the volume side's
+//! ConfigMap/Secret managers). As upstream: `envFrom` comes first and `env`
+//! overrides it; a missing object or key fails the container
+//! (`CreateContainerConfigError`: `configmap "x" not found`, `couldn't find
+//! key k in ConfigMap ns/x`) unless `optional`; without an API server every
+//! reference fails (`couldn't get configMap ns/x, no kubeClient defined`).
+//!
+//! Not yet: service links.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +25,8 @@ use k8s_openapi::api::core::v1::{Container, ObjectFieldSelector, Pod, ResourceFi
 use super::expansion::expand;
 use super::qos;
 use super::quantity::ParsedQuantity;
+pub use crate::volumes::env_objects::EnvObjects;
+use crate::volumes::objects::ObjectError;
 
 /// Node facts the downward API reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,6 +39,8 @@ pub struct EnvContext {
     pub allocatable_cpu: ParsedQuantity,
     /// Node allocatable memory (default for an unset `limits.memory`).
     pub allocatable_memory: ParsedQuantity,
+    /// The ConfigMaps and Secrets the env references.
+    pub objects: EnvObjects,
 }
 
 /// A variable that cannot be resolved. The container is not created
@@ -54,14 +62,90 @@ pub enum EnvError {
     /// A divisor that is invalid or zero.
     #[error("invalid resource divisor {0:?}")]
     InvalidDivisor(String),
-    /// configMap/secret sources (not supported yet).
-    #[error("{kind} {name:?} not found: configMap and secret sources are not supported yet")]
-    SourceUnavailable {
-        /// `configmap` or `secret`.
+    /// No API server to read configMap/secret sources from.
+    #[error("couldn't get {kind} {namespace}/{name}, no kubeClient defined")]
+    NoClient {
+        /// `configMap` or `secret`.
         kind: &'static str,
+        /// The pod's namespace.
+        namespace: String,
         /// The object's name.
         name: String,
     },
+    /// The object could not be read (`configmap "x" not found`, a 403…).
+    #[error("{0}")]
+    Object(String),
+    /// A `configMapKeyRef`/`secretKeyRef` key the object lacks.
+    #[error("couldn't find key {key} in {kind} {namespace}/{name}")]
+    MissingKey {
+        /// `ConfigMap` or `Secret`.
+        kind: &'static str,
+        /// The key.
+        key: String,
+        /// The pod's namespace.
+        namespace: String,
+        /// The object's name.
+        name: String,
+    },
+}
+
+/// A referenced object's data; `Ok(None)` when it is missing and `optional`.
+fn object_data<'a>(
+    pod: &Pod,
+    ctx: &'a EnvContext,
+    secret: bool,
+    name: &str,
+    optional: bool,
+) -> Result<Option<&'a BTreeMap<String, String>>, EnvError> {
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    if !ctx.objects.has_client {
+        return Err(EnvError::NoClient {
+            kind: if secret { "secret" } else { "configMap" },
+            namespace,
+            name: name.to_string(),
+        });
+    }
+    let map = if secret {
+        &ctx.objects.secrets
+    } else {
+        &ctx.objects.config_maps
+    };
+    match map.get(name) {
+        Some(Ok(data)) => Ok(Some(data)),
+        Some(Err(ObjectError::NotFound { .. })) | None if optional => Ok(None),
+        Some(Err(e)) => Err(EnvError::Object(e.to_string())),
+        None => Err(EnvError::Object(
+            ObjectError::NotFound {
+                kind: if secret { "secret" } else { "configmap" },
+                name: name.to_string(),
+            }
+            .to_string(),
+        )),
+    }
+}
+
+/// The value of a `configMapKeyRef`/`secretKeyRef`; `Ok(None)` to skip it.
+fn key_ref_value(
+    pod: &Pod,
+    ctx: &EnvContext,
+    secret: bool,
+    name: &str,
+    key: &str,
+    optional: bool,
+) -> Result<Option<String>, EnvError> {
+    let Some(data) = object_data(pod, ctx, secret, name, optional)? else {
+        return Ok(None);
+    };
+    match data.get(key) {
+        Some(v) => Ok(Some(v.clone())),
+        None if optional => Ok(None),
+        None => Err(EnvError::MissingKey {
+            kind: if secret { "Secret" } else { "ConfigMap" },
+            key: key.to_string(),
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: name.to_string(),
+        }),
+    }
 }
 
 /// The container's environment, in declaration order (a redeclared name keeps
@@ -71,22 +155,24 @@ pub fn make_environment_variables(
     container: &Container,
     ctx: &EnvContext,
 ) -> Result<Vec<(String, String)>, EnvError> {
-    for source in container.env_from.iter().flatten() {
-        if let Some(cm) = source.config_map_ref.as_ref().filter(|r| r.optional != Some(true)) {
-            return Err(EnvError::SourceUnavailable {
-                kind: "configmap",
-                name: cm.name.clone(),
-            });
-        }
-        if let Some(secret) = source.secret_ref.as_ref().filter(|r| r.optional != Some(true)) {
-            return Err(EnvError::SourceUnavailable {
-                kind: "secret",
-                name: secret.name.clone(),
-            });
-        }
-    }
     let mut order: Vec<String> = Vec::new();
     let mut values: BTreeMap<String, String> = BTreeMap::new();
+    for source in container.env_from.iter().flatten() {
+        let prefix = source.prefix.as_deref().unwrap_or_default();
+        let data = if let Some(r) = &source.config_map_ref {
+            object_data(pod, ctx, false, &r.name, r.optional == Some(true))?
+        } else if let Some(r) = &source.secret_ref {
+            object_data(pod, ctx, true, &r.name, r.optional == Some(true))?
+        } else {
+            None
+        };
+        for (k, v) in data.into_iter().flatten() {
+            let name = format!("{prefix}{k}");
+            if values.insert(name.clone(), v.clone()).is_none() {
+                order.push(name);
+            }
+        }
+    }
     for var in container.env.iter().flatten() {
         let value = match (var.value.as_deref(), var.value_from.as_ref()) {
             (Some(v), _) if !v.is_empty() => expand(v, |name| values.get(name).cloned()),
@@ -96,21 +182,15 @@ pub fn make_environment_variables(
                 } else if let Some(res) = &from.resource_field_ref {
                     container_resource_value(container, res, ctx)?
                 } else if let Some(r) = &from.config_map_key_ref {
-                    if r.optional == Some(true) {
-                        continue;
+                    match key_ref_value(pod, ctx, false, &r.name, &r.key, r.optional == Some(true))? {
+                        Some(v) => v,
+                        None => continue,
                     }
-                    return Err(EnvError::SourceUnavailable {
-                        kind: "configmap",
-                        name: r.name.clone(),
-                    });
                 } else if let Some(r) = &from.secret_key_ref {
-                    if r.optional == Some(true) {
-                        continue;
+                    match key_ref_value(pod, ctx, true, &r.name, &r.key, r.optional == Some(true))? {
+                        Some(v) => v,
+                        None => continue,
                     }
-                    return Err(EnvError::SourceUnavailable {
-                        kind: "secret",
-                        name: r.name.clone(),
-                    });
                 } else {
                     String::new()
                 }
@@ -262,3 +342,7 @@ pub fn container_resource_value(
 #[cfg(test)]
 #[path = "env_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "env_sources_tests.rs"]
+mod sources_tests;

@@ -7,6 +7,7 @@ fn ctx() -> EnvContext {
         pod_ips: vec!["10.88.0.7".into(), "fd88::7".into()],
         allocatable_cpu: ParsedQuantity::from_units(2),
         allocatable_memory: ParsedQuantity::parse("4Gi").unwrap_or_default(),
+        objects: EnvObjects::default(),
     }
 }
 
@@ -194,49 +195,33 @@ fn unsupported_resources_and_bad_divisors_fail() {
 }
 
 #[test]
-fn config_map_and_secret_sources_fail_unless_optional() {
+fn without_an_api_server_every_config_map_or_secret_reference_fails() {
+    let no_client = |kind: &'static str, name: &str| {
+        Err(EnvError::NoClient {
+            kind,
+            namespace: "prod".into(),
+            name: name.into(),
+        })
+    };
     let cm = env_of(&format!(
         "{META}spec:\n  containers:\n  - name: c\n    env: [{{name: X, valueFrom: {{configMapKeyRef: {{name: cfg, key: k}}}}}}]"
     ));
-    assert_eq!(
-        cm,
-        Err(EnvError::SourceUnavailable {
-            kind: "configmap",
-            name: "cfg".into()
-        })
-    );
+    assert_eq!(cm, no_client("configMap", "cfg"));
     let secret = env_of(&format!(
-        "{META}spec:\n  containers:\n  - name: c\n    env: [{{name: X, valueFrom: {{secretKeyRef: {{name: s, key: k}}}}}}]"
+        "{META}spec:\n  containers:\n  - name: c\n    env: [{{name: X, valueFrom: {{secretKeyRef: {{name: s, key: k, optional: true}}}}}}]"
     ));
     assert_eq!(
         secret,
-        Err(EnvError::SourceUnavailable {
-            kind: "secret",
-            name: "s".into()
-        })
+        no_client("secret", "s"),
+        "upstream: optional does not help without a client"
     );
     let from = env_of(&format!(
         "{META}spec:\n  containers:\n  - name: c\n    envFrom: [{{secretRef: {{name: s2}}}}]"
     ));
     assert_eq!(
-        from,
-        Err(EnvError::SourceUnavailable {
-            kind: "secret",
-            name: "s2".into()
-        })
+        from.unwrap_err().to_string(),
+        "couldn't get secret prod/s2, no kubeClient defined"
     );
-    let optional = ok(&format!(
-        r#"{META}spec:
-  containers:
-  - name: c
-    envFrom: [{{configMapRef: {{name: c1, optional: true}}}}]
-    env:
-    - {{name: X, valueFrom: {{configMapKeyRef: {{name: cfg, key: k, optional: true}}}}}}
-    - {{name: Y, valueFrom: {{secretKeyRef: {{name: s, key: k, optional: true}}}}}}
-    - {{name: Z, value: z}}
-"#
-    ));
-    assert_eq!(optional, pairs(&[("Z", "z")]));
 }
 
 #[test]

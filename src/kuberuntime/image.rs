@@ -151,12 +151,14 @@ impl RuntimeManager {
         Ok(resp.image.filter(|i| !i.id.is_empty()))
     }
 
-    /// Makes sure `container`'s image is present, pulling per its policy.
+    /// Makes sure `container`'s image is present, pulling per its policy
+    /// (with the matching `credentials`, tried in order, as upstream).
     pub async fn ensure_image(
         &self,
         pod: &Pod,
         container: &Container,
         sandbox_config: &v1::PodSandboxConfig,
+        credentials: &[crate::volumes::pull_secrets::RegistryCredential],
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<EnsuredImage, SyncError> {
         let spec_image = container.image.clone().unwrap_or_default();
@@ -215,15 +217,36 @@ impl RuntimeManager {
             } else {
                 None
             };
-            let req = v1::PullImageRequest {
-                image: Some(ImageSpec {
-                    image: image.clone(),
-                    ..Default::default()
-                }),
-                auth: None,
-                sandbox_config: Some(sandbox_config.clone()),
+            let auths = crate::volumes::pull_secrets::lookup(credentials, &image);
+            let attempts: Vec<Option<v1::AuthConfig>> = if auths.is_empty() {
+                vec![None]
+            } else {
+                auths.into_iter().map(Some).collect()
             };
-            self.runtime.pull_image(req).await
+            let mut result = None;
+            for auth in attempts {
+                let req = v1::PullImageRequest {
+                    image: Some(ImageSpec {
+                        image: image.clone(),
+                        ..Default::default()
+                    }),
+                    auth,
+                    sandbox_config: Some(sandbox_config.clone()),
+                };
+                let r = self.runtime.pull_image(req).await;
+                let ok = r.is_ok();
+                result = Some(r);
+                if ok {
+                    break;
+                }
+            }
+            result.unwrap_or_else(|| {
+                Err(crate::cri::CriError::new(
+                    "PullImage",
+                    tonic::Code::Internal,
+                    "no pull attempted",
+                ))
+            })
         };
         // A pull (queued behind others or running) is the one CRI call a
         // kill may abandon: it changes nothing a later sync relies on.

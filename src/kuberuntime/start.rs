@@ -54,6 +54,8 @@ pub struct StartContext<'a> {
     pub pod_ips: &'a [String],
     /// Fired by a kill: an image pull still waiting or running is abandoned.
     pub cancel: &'a tokio_util::sync::CancellationToken,
+    /// The pod's volumes and env objects (from the volume manager).
+    pub volumes: Option<&'a crate::volumes::PodVolumeContext>,
 }
 
 impl RuntimeManager {
@@ -219,8 +221,12 @@ impl RuntimeManager {
             sandbox_config,
             pod_ips,
             cancel,
+            volumes,
         } = ctx;
-        let image = self.ensure_image(pod, container, sandbox_config, cancel).await?;
+        let credentials = volumes.map(|v| v.pull_secrets.as_slice()).unwrap_or_default();
+        let image = self
+            .ensure_image(pod, container, sandbox_config, credentials, cancel)
+            .await?;
         let restart_count = self.next_restart_count(pod, container, status).await;
 
         let config_error = |message: String| SyncError::new(SyncErrorReason::CreateContainerConfigError, message);
@@ -239,6 +245,7 @@ impl RuntimeManager {
             image_user: &image.user,
             pod_ips,
             mounts,
+            volumes,
         };
         let config = generate_container_config(input, &self.config).map_err(|e| config_error(e.to_string()))?;
         let log_path = config.log_path.clone();

@@ -39,13 +39,15 @@ use crate::messages::event::EventType;
 /// Inputs of a sync that come from other managers.
 #[derive(Clone, Debug, Default)]
 pub struct SyncPodOptions {
-    /// Mounts per container name, from the volume manager (later issue).
+    /// Extra mounts per container name.
     pub mounts: HashMap<String, Vec<v1::Mount>>,
     /// Fired when a kill arrives while this sync runs (upstream cancels the
     /// sync's context): the sync stops between CRI calls and abandons a pull
     /// that has not finished; a create, start or stop already sent is
     /// always awaited to the end.
     pub cancel: CancellationToken,
+    /// The pod's volumes and env objects, from the volume manager.
+    pub volumes: Option<std::sync::Arc<crate::volumes::PodVolumeContext>>,
 }
 
 impl RuntimeManager {
@@ -144,6 +146,7 @@ impl RuntimeManager {
             sandbox_config: &sandbox_config,
             pod_ips: &pod_ips,
             cancel: &options.cancel,
+            volumes: options.volumes.as_deref(),
         };
         let spec = pod.spec.as_ref();
         let init_containers = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default();

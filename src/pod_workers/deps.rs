@@ -33,6 +33,8 @@ pub struct WorkerDeps {
     pub wall_clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
     /// Probe results (readiness, started, liveness/startup failures).
     pub probes: crate::prober::store::ProbeStore,
+    /// The volume manager (waits for a pod's volumes before its sync).
+    pub volumes: crate::volumes::VolumeHandle,
 }
 
 impl std::fmt::Debug for WorkerDeps {

@@ -203,17 +203,22 @@ pub async fn sync_pod(
         });
         return out;
     }
+    // Upstream: wait for the pod's volumes (bounded) before the runtime sync.
+    let volumes = match deps.volumes.prepare(pod).await {
+        Ok(v) => v.map(Arc::new),
+        Err(e) => {
+            out.error = Some(format!("unable to attach or mount volumes: {e}"));
+            return out;
+        }
+    };
+    let options = SyncPodOptions {
+        volumes,
+        cancel,
+        ..SyncPodOptions::default()
+    };
     let result = deps
         .runtime
-        .sync_pod(
-            pod,
-            &status,
-            &deps.probes.probe_view(&pod_uid(pod)),
-            &SyncPodOptions {
-                cancel,
-                ..SyncPodOptions::default()
-            },
-        )
+        .sync_pod(pod, &status, &deps.probes.probe_view(&pod_uid(pod)), &options)
         .await;
     out.waiting = waiting_from(&result);
     let in_backoff = result.results.iter().any(|r| {

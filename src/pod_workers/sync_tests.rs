@@ -22,6 +22,7 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
         runtime_name: "mock".into(),
         wall_clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
         probes: Default::default(),
+        volumes: crate::volumes::VolumeHandle::disabled(),
     }
 }
 

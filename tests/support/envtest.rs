@@ -432,7 +432,8 @@ impl EnvTest {
 
     /// What kube-controller-manager would do for a namespace: creates it (unless it
     /// exists), its `default` ServiceAccount (without which pods are rejected) and the
-    /// `kube-root-ca.crt` ConfigMap with the cluster CA, as admin.
+    /// `kube-root-ca.crt` ConfigMap with the cluster CA, as admin (and OpenShift's
+    /// `openshift-service-ca.crt`, which this build's admission projects into pods).
     pub async fn prepare_namespace(&self, ns: &str) {
         let admin = self.admin_client().await;
         let pp = PostParams::default();
@@ -455,7 +456,20 @@ impl EnvTest {
         .unwrap_or_else(|e| panic!("{e}"));
         ignore_conflict(
             "create ConfigMap kube-root-ca.crt",
-            Api::namespaced(admin, ns).create(&pp, &cm).await,
+            Api::namespaced(admin.clone(), ns).create(&pp, &cm).await,
+        );
+        // This kube-apiserver is OpenShift's build: its ServiceAccount admission also
+        // projects `openshift-service-ca.crt` (not optional), which OpenShift's
+        // service-ca operator publishes in every namespace. A kubelet that mounts
+        // the pod's volumes needs it.
+        let service_ca: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "openshift-service-ca.crt"},
+            "data": {"service-ca.crt": self.pki.ca_cert_pem()}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        ignore_conflict(
+            "create ConfigMap openshift-service-ca.crt",
+            Api::namespaced(admin, ns).create(&pp, &service_ca).await,
         );
     }
 

@@ -1,0 +1,153 @@
+//! One pass of the volume reconciler (upstream's desired state of the world
+//! populator + reconciler in one):
+//!
+//! 1. the first pass after a start records the volumes found on disk
+//!    (reconstruction: found again, not set up again);
+//! 2. every volume of every pod in the pod manager that is not being
+//!    deleted is set up, unless it is already (API data volumes —
+//!    configMap, secret, downwardAPI, projected — are rewritten every sync
+//!    period, so updates reach them); a failure is a `FailedMount` event and
+//!    is retried with backoff (or at once when a pod worker waits);
+//! 3. the ConfigMap/Secret watches are narrowed to what those pods reference;
+//! 4. pods no longer wanted (removed, or deleted) whose containers and
+//!    sandboxes are all stopped have their volumes unmounted and their pod
+//!    directory removed — pods unknown after a restart only once every
+//!    source has delivered its pods and the PLEG has listed the runtime.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::time::Instant;
+
+use super::objects::ObjectKey;
+use super::plugin::Plugin;
+use super::refs::pod_references;
+use super::setup::{SetupDeps, reconstruct, set_up, tear_down_pod};
+use super::store::VolumeStore;
+use crate::events::EventRecorder;
+use crate::kuberuntime::pod_status::{ContainerState, SandboxState};
+use crate::messages::event::EventType;
+use crate::pleg::PodCache;
+use crate::pod_manager::{PodManager, format_pod};
+
+/// Pods set up concurrently.
+const PARALLEL_PODS: usize = 4;
+
+/// What the reconciler reads and writes (all shared, none owned by the actor).
+#[derive(Clone, Debug)]
+pub struct ReconcileDeps {
+    /// How volumes are set up.
+    pub setup: SetupDeps,
+    /// The actual state.
+    pub store: VolumeStore,
+    /// The desired pods.
+    pub pods: PodManager,
+    /// What runs (a pod's volumes stay while anything of it runs).
+    pub cache: PodCache,
+    /// Where `FailedMount` goes.
+    pub events: EventRecorder,
+    /// API data volumes are rewritten this often.
+    pub resync: Duration,
+}
+
+/// True while anything of `uid` may still run.
+fn still_running(cache: &PodCache, uid: &str) -> bool {
+    if cache.global_time().is_none() {
+        return true; // the runtime was not listed yet
+    }
+    cache.get(&uid.into()).and_then(|e| e.status).is_some_and(|s| {
+        s.containers.iter().any(|c| c.state == ContainerState::Running)
+            || s.sandboxes.iter().any(|sb| sb.state == SandboxState::Ready)
+    })
+}
+
+/// Sets up whatever of `pod`'s volumes is due.
+async fn sync_pod_volumes(deps: &ReconcileDeps, pod: Arc<Pod>) {
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let retry_now = deps.store.take_retry(&uid);
+    let state = deps.store.pod(&uid).unwrap_or_default();
+    let now = Instant::now();
+    for volume in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+        let name = &volume.name;
+        let mounted = state.mounted.contains_key(name);
+        let fresh = state
+            .synced
+            .get(name)
+            .is_some_and(|t| now.saturating_duration_since(*t) < deps.resync);
+        if mounted && (!Plugin::of(volume).is_api_data() || fresh) {
+            continue;
+        }
+        if let Some(f) = state.failures.get(name)
+            && f.retry_at > now
+            && !retry_now
+        {
+            continue;
+        }
+        match set_up(&deps.setup, &pod, volume).await {
+            Ok(v) => deps.store.mounted(&uid, name, v),
+            Err(e) => {
+                tracing::warn!(pod = %format_pod(&pod), volume = %name, error = %e, "MountVolume.SetUp failed");
+                deps.events.pod_event(
+                    &pod,
+                    None,
+                    EventType::Warning,
+                    "FailedMount",
+                    format!("MountVolume.SetUp failed for volume {name:?} : {e}"),
+                );
+                deps.store.failed(&uid, name, e);
+            }
+        }
+    }
+}
+
+/// One pass (see the module docs).
+pub async fn reconcile_once(deps: &ReconcileDeps) {
+    if !deps.store.reconstructed() {
+        let found = reconstruct(&deps.setup.root_dir).await;
+        if !found.is_empty() {
+            tracing::info!(entries = found.len(), "reconstructed volumes from disk");
+        }
+        deps.store.reconstruct(found);
+    }
+
+    let desired: Vec<Arc<Pod>> = deps
+        .pods
+        .pods()
+        .into_iter()
+        .map(|d| d.pod)
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    futures::stream::iter(desired.iter().cloned())
+        .for_each_concurrent(PARALLEL_PODS, |pod| sync_pod_volumes(deps, pod))
+        .await;
+
+    let (mut cms, mut secrets) = (BTreeSet::<ObjectKey>::new(), BTreeSet::<ObjectKey>::new());
+    for p in &deps.pods.pods() {
+        let r = pod_references(&p.pod);
+        cms.extend(r.config_maps);
+        secrets.extend(r.secrets);
+    }
+    deps.setup.objects.retain(&cms, &secrets);
+
+    let wanted: BTreeSet<String> = desired.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+    for uid in deps.store.uids() {
+        if wanted.contains(&uid) {
+            continue;
+        }
+        let known = deps.pods.contains(&uid.as_str().into());
+        if (!known && !deps.store.sources_ready()) || still_running(&deps.cache, &uid) {
+            continue;
+        }
+        match tear_down_pod(&deps.setup.root_dir, &uid).await {
+            Ok(()) => {
+                tracing::info!(pod_uid = %uid, "volumes of pod torn down");
+                deps.store.remove(&uid);
+                deps.setup.tokens.forget_pod(&uid);
+            }
+            Err(e) => tracing::warn!(pod_uid = %uid, error = %e, "tearing down pod volumes failed; retrying"),
+        }
+    }
+}
