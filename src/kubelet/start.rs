@@ -83,6 +83,9 @@ pub enum StartError {
     /// The HTTP source's settings are unusable.
     #[error(transparent)]
     HttpSource(#[from] HttpSourceError),
+    /// The authenticated API server's TLS or auth settings are unusable.
+    #[error(transparent)]
+    ApiServer(#[from] crate::server::secure::ApiServerError),
 }
 
 /// Status-manager mailbox slots per allowed pod.
@@ -439,7 +442,21 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone())
         }));
     }
+    let api_addrs = ServerAddrs::default();
+    let tree_cell: Arc<OnceLock<crate::actors::supervisor::SupervisionTree>> = Arc::default();
+    if let Some(addr) = config.server_addr {
+        root = root.child(super::api_server::child(
+            addr,
+            &config,
+            node_ip.clone(),
+            &facts,
+            (state.clone(), runtime.clone(), cache.clone(), tree_cell.clone()),
+            ext.api_client.clone(),
+            api_addrs.clone(),
+        )?);
+    }
     let root = root.start_root();
+    let _ = tree_cell.set(root.tree().clone());
     tracing::info!(node = %config.node_name, sources = ?expected.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
     Ok(Kubelet {
         root,
@@ -449,6 +466,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         runtime_health: health_rx,
         read_only_addrs,
         healthz_addrs,
+        api_addrs,
         health,
         pod_config: pc_ref.recipient(),
         manifest_errors,

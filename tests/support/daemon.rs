@@ -324,7 +324,14 @@ impl Env {
             .arg(&self.endpoint)
             .arg("--root-dir")
             .arg(self.dir.path().join("root"))
-            .args(["--address", "127.0.0.1", "--read-only-port", &self.port.to_string()])
+            .args([
+                "--address",
+                "127.0.0.1",
+                "--read-only-port",
+                &self.port.to_string(),
+                "--port",
+                "0",
+            ])
             .args(["--healthz-port", "0", "--hostname-override", &self.node])
             .args(["--file-check-frequency", "1s", "--v", &verbosity])
             .env_remove("RUST_LOG")
