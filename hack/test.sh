@@ -10,6 +10,9 @@
 #    need a real runtime with ACTLET_REQUIRE_CONTAINERD=1 (so they fail
 #    instead of skipping), and stops that containerd on exit, whatever happens.
 #    Not root: those tests say loudly that they were skipped.
+# 4. with KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd; default
+#    ../shared/envtest/bin when that exists, as .ci/run sets it) the
+#    *_on_envtest tests run against a real API server; without it they say SKIPPED.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -33,7 +36,17 @@ else
     echo "WARNING: not root: tests that need containerd will be SKIPPED" >&2
 fi
 
-step "cargo test (unit, mock CRI, containerd)"
+if [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ -d ../shared/envtest/bin ]; then
+    KUBEBUILDER_ASSETS="$(cd ../shared/envtest/bin && pwd)"
+    export KUBEBUILDER_ASSETS
+fi
+if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
+    echo "envtest: real kube-apiserver + etcd from KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS: the *_on_envtest tests WILL run" >&2
+else
+    echo "WARNING: KUBEBUILDER_ASSETS unset: the *_on_envtest tests (real kube-apiserver) will be SKIPPED" >&2
+fi
+
+step "cargo test (unit, mock CRI, containerd, envtest)"
 cargo test --locked --all-targets -- --test-threads="${ACTLET_TEST_THREADS:-2}"
 
 step "cargo test --doc"

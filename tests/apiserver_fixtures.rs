@@ -1,5 +1,6 @@
 //! The test API server checked against the recorded kube-apiserver v1.24 exchanges in
-//! `../shared/fixtures/apiserver/` (override the directory with `ACTLET_APISERVER_FIXTURES`).
+//! `tests/fixtures/apiserver/` (vendored from `../shared/fixtures/apiserver/`; override the directory with
+//! `ACTLET_APISERVER_FIXTURES`).
 //!
 //! Every fixture request is replayed once, in file order, on one fresh server, as the
 //! recorded identity (node → `Bearer node:test-node`, admin → `Bearer admin`, 65 a bogus
@@ -57,7 +58,7 @@ struct Fixture {
 fn fixture_dir() -> PathBuf {
     std::env::var_os("ACTLET_APISERVER_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/apiserver"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apiserver"))
 }
 
 fn load() -> Result<Vec<Fixture>, String> {

@@ -5,6 +5,9 @@
 //! * `e2e_on_the_test_apiserver` — always: against the project's test API
 //!   server (tests/support/apiserver), as `system:node:<node>` with the Node
 //!   authorizer's rules.
+//! * `e2e_on_envtest` — against a real kube-apiserver v1.36 + etcd from
+//!   `KUBEBUILDER_ASSETS` (tests/support/envtest.rs; TLS, client certificates,
+//!   Node,RBAC + NodeRestriction); SKIPPED loudly when the variable is unset.
 //! * `e2e_on_a_real_cluster` — when `ACTLET_E2E_KUBECONFIG` names an admin
 //!   kubeconfig of a real cluster (v1.24+). The node's own credentials come
 //!   from `ACTLET_E2E_NODE_KUBECONFIG` (default: the admin one), its name from
@@ -26,6 +29,8 @@
 mod apiserver;
 #[path = "support/cluster.rs"]
 mod cluster;
+#[path = "support/envtest.rs"]
+mod envtest;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -237,6 +242,25 @@ fn e2e_on_the_test_apiserver() {
         std::fs::write(&kubeconfig, server.kubeconfig(&Identity::node("e2e-node")))
             .unwrap_or_else(|e| panic!("write kubeconfig: {e}"));
         scenario(admin, kubeconfig, "e2e-node".into(), dir.path()).await;
+    });
+}
+
+#[test]
+fn e2e_on_envtest() {
+    cluster::run(|| async {
+        let Some(env) = envtest::EnvTest::start().await else {
+            return;
+        };
+        env.prepare_namespace("default").await;
+        let dir = TempDir::new().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let admin = env.admin_client().await;
+        scenario(
+            admin,
+            env.node_kubeconfig("envtest-node"),
+            "envtest-node".into(),
+            dir.path(),
+        )
+        .await;
     });
 }
 

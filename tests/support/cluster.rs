@@ -56,6 +56,17 @@ pub async fn start_node(
 ) -> ClusterNode {
     let dir = TempDir::new().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let client = client(server, &Identity::node(NODE), &dir).await;
+    start_node_with(client, dir, mock, customize)
+}
+
+/// [`start_node`] with the node's own API client (any API server; e.g. a real one from
+/// tests/support/envtest.rs); `dir` becomes the node's directory.
+pub fn start_node_with(
+    client: kube::Client,
+    dir: TempDir,
+    mock: MockRuntime,
+    customize: impl FnOnce(ActletBuilder) -> ActletBuilder,
+) -> ClusterNode {
     let root = dir.path().to_path_buf();
     let builder = ActletBuilder::new(NODE)
         .configure(|c| {

@@ -6,7 +6,9 @@
 //! by field, so a `reason` or `message` the new condition no longer has would
 //! stay on the API. The diff sets such fields to `null`, deletes conditions
 //! that went away (`$patch: delete`) and keeps their order
-//! (`$setElementOrder/conditions`).
+//! (`$setElementOrder/conditions`). `podIPs` and `hostIPs` (merged by `ip`)
+//! are diffed the same way: a new sandbox's IP replaces the old one instead of
+//! joining it (two IPv4 pod IPs are invalid: the API server answers 422).
 
 use std::collections::HashMap;
 
@@ -60,26 +62,42 @@ fn object(status: Option<&PodStatus>) -> Map<String, Value> {
     }
 }
 
-fn conditions(m: &Map<String, Value>) -> Vec<Map<String, Value>> {
-    m.get("conditions")
+/// Lists of the status merged by a key (strategic merge patch), and whether
+/// the list is left alone when the new status has none (the IPs of a pod
+/// whose sandbox is gone stay as they were).
+const KEYED_LISTS: [(&str, &str, bool); 3] = [
+    ("conditions", "type", false),
+    ("podIPs", "ip", true),
+    ("hostIPs", "ip", true),
+];
+
+fn items(m: &Map<String, Value>, list: &str) -> Vec<Map<String, Value>> {
+    m.get(list)
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|c| c.as_object().cloned()).collect())
         .unwrap_or_default()
 }
 
-fn type_of(c: &Map<String, Value>) -> &str {
-    c.get("type").and_then(Value::as_str).unwrap_or_default()
+fn key_of<'a>(c: &'a Map<String, Value>, key: &str) -> &'a str {
+    c.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// The conditions part of the diff: changed or new conditions (with `null`
-/// for fields they lost), deletions, and the new order.
-fn diff_conditions(old: &Map<String, Value>, new: &Map<String, Value>, out: &mut Map<String, Value>) {
-    let old_conds = conditions(old);
-    let new_conds = conditions(new);
-    let by_type: HashMap<&str, &Map<String, Value>> = old_conds.iter().map(|c| (type_of(c), c)).collect();
+/// The diff of the list `list` merged by `key`: changed or new items (with
+/// `null` for fields they lost), deletions, and the new order.
+fn diff_keyed_list(
+    list: &str,
+    key: &str,
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+) {
+    let old_items = items(old, list);
+    let new_items = items(new, list);
+    let k = |c: &Map<String, Value>| key_of(c, key).to_string();
+    let by_key: HashMap<String, &Map<String, Value>> = old_items.iter().map(|c| (k(c), c)).collect();
     let mut patch = Vec::new();
-    for c in &new_conds {
-        let before = by_type.get(type_of(c)).copied();
+    for c in &new_items {
+        let before = by_key.get(&k(c)).copied();
         let unchanged = before.is_some_and(|b| {
             let keys = b.keys().chain(c.keys());
             keys.into_iter().all(|k| same(b.get(k), c.get(k)))
@@ -95,15 +113,15 @@ fn diff_conditions(old: &Map<String, Value>, new: &Map<String, Value>, out: &mut
         }
         patch.push(Value::Object(entry));
     }
-    for o in &old_conds {
-        if !new_conds.iter().any(|c| type_of(c) == type_of(o)) {
-            patch.push(json!({"$patch": "delete", "type": type_of(o)}));
+    for o in &old_items {
+        if !new_items.iter().any(|c| k(c) == k(o)) {
+            patch.push(json!({"$patch": "delete", key: k(o)}));
         }
     }
     if !patch.is_empty() {
-        let order = new_conds.iter().map(|c| json!({"type": type_of(c)})).collect();
-        out.insert("$setElementOrder/conditions".into(), Value::Array(order));
-        out.insert("conditions".into(), Value::Array(patch));
+        let order = new_items.iter().map(|c| json!({key: k(c)})).collect();
+        out.insert(format!("$setElementOrder/{list}"), Value::Array(order));
+        out.insert(list.into(), Value::Array(patch));
     }
 }
 
@@ -114,8 +132,9 @@ pub fn status_diff(api: Option<&PodStatus>, new: &PodStatus) -> Map<String, Valu
     let old = object(api);
     let new_m = object(Some(new));
     let mut out = Map::new();
+    let keyed = |k: &str| KEYED_LISTS.iter().any(|(list, _, _)| *list == k);
     for (k, v) in &new_m {
-        if k != "conditions" && !same(old.get(k), Some(v)) {
+        if !keyed(k) && !same(old.get(k), Some(v)) {
             out.insert(k.clone(), v.clone());
         }
     }
@@ -124,7 +143,12 @@ pub fn status_diff(api: Option<&PodStatus>, new: &PodStatus) -> Map<String, Valu
             out.insert(k.into(), Value::Null);
         }
     }
-    diff_conditions(&old, &new_m, &mut out);
+    for (list, key, keep_when_absent) in KEYED_LISTS {
+        if keep_when_absent && items(&new_m, list).is_empty() {
+            continue;
+        }
+        diff_keyed_list(list, key, &old, &new_m, &mut out);
+    }
     out
 }
 

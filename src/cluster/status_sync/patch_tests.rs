@@ -145,3 +145,21 @@ fn nothing_to_patch_for_an_equal_status() {
     assert!(status_diff(Some(&s), &s).is_empty());
     assert!(!differs(Some(&s), &s));
 }
+
+#[test]
+fn a_new_pod_ip_replaces_the_old_one_and_no_ip_keeps_it() {
+    let api = status(json!({"podIP": "10.88.0.2", "podIPs": [{"ip": "10.88.0.2"}], "hostIPs": [{"ip": "10.0.0.1"}]}));
+    let new = status(json!({"podIP": "10.88.0.3", "podIPs": [{"ip": "10.88.0.3"}], "hostIPs": [{"ip": "10.0.0.1"}]}));
+    let diff = status_diff(Some(&api), &new);
+    assert_eq!(diff["podIP"], "10.88.0.3");
+    assert_eq!(
+        diff["podIPs"],
+        json!([{"ip": "10.88.0.3"}, {"$patch": "delete", "ip": "10.88.0.2"}])
+    );
+    assert_eq!(diff["$setElementOrder/podIPs"], json!([{"ip": "10.88.0.3"}]));
+    assert!(!diff.contains_key("hostIPs"), "unchanged: {diff:?}");
+
+    let gone = status(json!({"phase": "Succeeded"}));
+    let diff = status_diff(Some(&api), &gone);
+    assert!(!diff.contains_key("podIPs") && !diff.contains_key("podIP"), "{diff:?}");
+}

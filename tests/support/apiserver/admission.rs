@@ -461,3 +461,39 @@ pub fn pod_spec_update_allowed(old: &Value, new: &Value) -> bool {
 }
 
 pub const POD_UPDATE_FORBIDDEN: &str = "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/// The pod status validation a real API server applies to `status.podIPs` (and `hostIPs`):
+/// at most one IP per family, the first one equal to `podIP` (`hostIP`). Returns the
+/// 422 cause (reason, field, message) of the first violation.
+pub fn pod_status_invalid(new: &Value) -> Option<(&'static str, &'static str, String)> {
+    let st = &new["status"];
+    for (list, single, field) in [
+        ("podIPs", "podIP", "status.podIPs"),
+        ("hostIPs", "hostIP", "status.hostIPs"),
+    ] {
+        let ips: Vec<&str> = st[list]
+            .as_array()
+            .map(|a| a.iter().filter_map(|i| i["ip"].as_str()).collect())
+            .unwrap_or_default();
+        if ips.is_empty() {
+            continue;
+        }
+        let go_list = || {
+            let items: Vec<String> = ips.iter().map(|ip| format!("{{\"IP\":\"{ip}\"}}")).collect();
+            format!("[{}]", items.join(","))
+        };
+        if st[single].as_str() != Some(ips[0]) {
+            let msg = format!("Invalid value: {}: must be equal to {single}", go_list());
+            return Some(("FieldValueInvalid", field, msg));
+        }
+        let v6 = ips.iter().filter(|ip| ip.contains(':')).count();
+        if v6 > 1 || ips.len() - v6 > 1 {
+            let msg = format!(
+                "Invalid value: {}: may specify no more than one IP for each IP family",
+                go_list()
+            );
+            return Some(("FieldValueInvalid", field, msg));
+        }
+    }
+    None
+}

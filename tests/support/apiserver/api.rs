@@ -871,6 +871,11 @@ fn write_update(
             &[("FieldValueForbidden", "spec", admission::POD_UPDATE_FORBIDDEN.into())],
         ));
     }
+    if rid == PODS && sub == Some("status") {
+        if let Some(cause) = admission::pod_status_invalid(&new) {
+            return Err(ApiError::invalid(def, &name, &[cause]));
+        }
+    }
     admission::normalize(rid, &mut new);
     if without_volatile(old) == without_volatile(&new) {
         return Ok(old.clone());

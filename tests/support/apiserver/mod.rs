@@ -1,5 +1,5 @@
 //! A small stateful fake kube-apiserver for actlet's tests, faithful to the recorded
-//! kube-apiserver v1.24 exchanges in `../shared/fixtures/apiserver/` (checked by
+//! kube-apiserver v1.24 exchanges in `tests/fixtures/apiserver/` (checked by
 //! `tests/apiserver_fixtures.rs`).
 //!
 //! Include it with `#[path = "support/apiserver/mod.rs"] mod apiserver;`.
