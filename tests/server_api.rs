@@ -304,3 +304,62 @@ fn a_panic_while_serving_does_not_reach_the_node() {
         assert!(node.kubelet().health.check().is_ok());
     });
 }
+
+#[test]
+fn metrics_parse_and_carry_upstream_names() {
+    TestSystem::real_time().block_on(async {
+        let node = node_with_api(None);
+        let addr = api_addr(&node).await;
+        web_pod(&node, "sleep 3600").await;
+        let (code, text) = get(addr, "/metrics").await;
+        assert_eq!(code, 200);
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+        let value = |name: &str, label: Option<(&str, &str)>| {
+            scrape
+                .samples
+                .iter()
+                .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+                .map(|s| match s.value {
+                    prometheus_parse::Value::Counter(v)
+                    | prometheus_parse::Value::Gauge(v)
+                    | prometheus_parse::Value::Untyped(v) => v,
+                    _ => -1.0,
+                })
+                .unwrap_or_else(|| panic!("no {name} {label:?} in\n{text}"))
+        };
+        assert_eq!(value("kubelet_running_pods", None), 1.0);
+        assert_eq!(
+            value("kubelet_running_containers", Some(("container_state", "running"))),
+            1.0
+        );
+        assert_eq!(value("kubelet_node_name", Some(("node", TestNode::NODE_NAME))), 1.0);
+        assert!(
+            value(
+                "kubelet_runtime_operations_total",
+                Some(("operation_type", "run_podsandbox"))
+            ) >= 1.0
+        );
+        assert!(
+            value(
+                "kubelet_runtime_operations_total",
+                Some(("operation_type", "list_podsandbox"))
+            ) >= 1.0
+        );
+        assert_eq!(value("actlet_actor_restarts_total", Some(("actor", "root/pleg"))), 0.0);
+        let relists = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == "kubelet_pleg_relist_duration_seconds")
+            .unwrap_or_else(|| panic!("no relist histogram in\n{text}"));
+        match &relists.value {
+            prometheus_parse::Value::Histogram(buckets) => {
+                assert!(buckets.last().is_some_and(|b| b.count >= 1.0), "{buckets:?}")
+            }
+            other => panic!("relist duration is not a histogram: {other:?}"),
+        }
+        assert!(
+            text.contains("kubelet_runtime_operations_duration_seconds_bucket{"),
+            "{text}"
+        );
+    });
+}

@@ -34,7 +34,13 @@ pub(super) fn child(
     config: &KubeletConfig,
     node_ip: Option<String>,
     facts: &NodeFacts,
-    (state, runtime, cache, tree): (ServerState, SharedRuntime, PodCache, Arc<OnceLock<SupervisionTree>>),
+    (state, runtime, cache, tree, metrics): (
+        ServerState,
+        SharedRuntime,
+        PodCache,
+        Arc<OnceLock<SupervisionTree>>,
+        Arc<crate::server::metrics::KubeletMetrics>,
+    ),
     client: Option<kube::Client>,
     bound: ServerAddrs,
 ) -> Result<AnyChildSpec, ApiServerError> {
@@ -45,6 +51,7 @@ pub(super) fn child(
         spec: machine_spec(facts),
         tree,
         pod_logs_dir: config.pod_logs_dir.clone(),
+        metrics: Some(metrics),
     };
     let settings = ApiServerSettings {
         tls: TlsSettings {

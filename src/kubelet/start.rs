@@ -184,6 +184,9 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
 /// ```
 pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extensions) -> Result<Kubelet, StartError> {
     config.custom_sources.extend(ext.sources.iter().map(|(n, _)| n.clone()));
+    // every CRI call is counted and timed for /metrics
+    let metrics = crate::server::metrics::KubeletMetrics::new(crate::server::metrics::default_buckets());
+    let runtime = metrics.instrument(runtime);
     for sub in ["", "pods", "plugins", "pod-resources"] {
         make_dir(&config.root_dir.join(sub))?;
     }
@@ -225,7 +228,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     );
 
     let heartbeat = SyncLoopHeartbeat::default();
-    let pleg_health = PlegHealthHandle::default();
+    let pleg_health = PlegHealthHandle::default().with_relist_histogram(metrics.pleg_relist());
     let (health_tx, health_rx) = RuntimeHealth::channel();
 
     // runtime-health
@@ -450,11 +453,18 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             &config,
             node_ip.clone(),
             &facts,
-            (state.clone(), runtime.clone(), cache.clone(), tree_cell.clone()),
+            (
+                state.clone(),
+                runtime.clone(),
+                cache.clone(),
+                tree_cell.clone(),
+                metrics.clone(),
+            ),
             ext.api_client.clone(),
             api_addrs.clone(),
         )?);
     }
+    metrics.attach(&config.node_name, cache.clone(), tree_cell.clone());
     let root = root.start_root();
     let _ = tree_cell.set(root.tree().clone());
     tracing::info!(node = %config.node_name, sources = ?expected.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");

@@ -11,6 +11,7 @@ pub mod actor;
 pub mod api;
 pub mod auth;
 pub mod logs;
+pub mod metrics;
 pub mod routes;
 pub mod secure;
 pub mod streaming;

@@ -132,6 +132,14 @@ impl SecureServer {
             (["spec"] | ["spec", ""], _) if get => api::spec(&self.api),
             (["runningpods", ""] | ["runningpods"], _) if get => api::running_pods(&self.api),
             (["debug", "actors"], _) if get => api::debug_actors(&self.api),
+            (["metrics"], _) if get => match &self.api.metrics {
+                Some(m) => bytes_response(
+                    StatusCode::OK,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    m.encode(),
+                ),
+                None => text(StatusCode::NOT_FOUND, "404 page not found"),
+            },
             (["containerLogs", ns, pod, container], _) if get => {
                 api::container_logs(
                     (ns, pod, container),
