@@ -182,3 +182,185 @@ async fn kubectl_logs_through_the_api_server_and_tokens_via_token_review() {
     let resp = client.get(&url).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 401, "anonymous access is off");
 }
+
+/// Stops and removes (through the CRI) the sandboxes of `pod`, also when the test failed.
+struct CriCleanup {
+    endpoint: String,
+    pod: String,
+}
+
+impl Drop for CriCleanup {
+    fn drop(&mut self) {
+        let (endpoint, pod) = (self.endpoint.clone(), self.pod.clone());
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Runtime::new() else { return };
+            rt.block_on(async move {
+                use actlet::cri::{CriClient, Runtime, v1};
+                let Ok(cri) = CriClient::new(&endpoint, Duration::from_secs(30)) else {
+                    return;
+                };
+                let Ok(list) = cri.list_pod_sandbox(v1::ListPodSandboxRequest::default()).await else {
+                    return;
+                };
+                for sb in list
+                    .items
+                    .iter()
+                    .filter(|s| s.metadata.as_ref().is_some_and(|m| m.name == pod))
+                {
+                    let id = sb.id.clone();
+                    let _ = cri
+                        .stop_pod_sandbox(v1::StopPodSandboxRequest {
+                            pod_sandbox_id: id.clone(),
+                        })
+                        .await;
+                    let _ = cri
+                        .remove_pod_sandbox(v1::RemovePodSandboxRequest { pod_sandbox_id: id })
+                        .await;
+                }
+            })
+        })
+        .join();
+    }
+}
+
+/// `kubectl exec` (with and without stdin) and `kubectl logs -f` through
+/// kube-apiserver to actlet on a real containerd: the API server speaks
+/// SPDY to actlet (translating kube-rs's WebSocket), actlet splices it to
+/// containerd's streaming server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_exec_and_logs_follow_on_containerd() {
+    use futures::{AsyncBufReadExt, StreamExt};
+    use kube::api::AttachParams;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let endpoint = match std::env::var("ACTLET_CRI_ENDPOINT") {
+        Ok(ep) if !ep.is_empty() => ep,
+        _ => {
+            assert_ne!(
+                std::env::var("ACTLET_REQUIRE_CONTAINERD").as_deref(),
+                Ok("1"),
+                "ACTLET_REQUIRE_CONTAINERD=1 but ACTLET_CRI_ENDPOINT is not set"
+            );
+            eprintln!("SKIPPED kubectl_exec_and_logs_follow_on_containerd: ACTLET_CRI_ENDPOINT is not set");
+            return;
+        }
+    };
+    let Some(env) = envtest::EnvTest::builder()
+        .args_with(|pki| {
+            let pair = pki.client_cert("kube-apiserver-kubelet-client", &["system:masters"]);
+            let (crt, key) = pki.write("kubelet-client", &pair);
+            vec![
+                format!("--kubelet-client-certificate={}", crt.display()),
+                format!("--kubelet-client-key={}", key.display()),
+                "--kubelet-preferred-address-types=InternalIP".into(),
+            ]
+        })
+        .start()
+        .await
+    else {
+        return;
+    };
+    env.prepare_namespace("default").await;
+    let pid = std::process::id();
+    let node = format!("actsys-envexec-{pid}");
+    let name = format!("exec-{pid}");
+    let _cleanup = CriCleanup {
+        endpoint: endpoint.clone(),
+        pod: name.clone(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let log = dir.path().join("actlet.log");
+    let _actlet = Proc(
+        Command::new(env!("CARGO_BIN_EXE_actlet"))
+            .arg("--kubeconfig")
+            .arg(env.node_kubeconfig(&node))
+            .args(["--hostname-override", &node, "--node-ip", "127.0.0.1"])
+            .args(["--container-runtime-endpoint", &endpoint])
+            .arg("--root-dir")
+            .arg(dir.path().join("root"))
+            .args(["--read-only-port", "0", "--healthz-port", "0", "--address", "127.0.0.1"])
+            .args(["--port", &port.to_string()])
+            .arg("--client-ca-file")
+            .arg(env.pki().ca_cert_path())
+            .args(["--anonymous-auth=false", "--authorization-mode", "Webhook"])
+            .env("RUST_LOG", "info,actlet=debug")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let admin = env.admin_client().await;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 1,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "app", "image": "docker.io/library/busybox:1.36", "imagePullPolicy": "IfNotPresent",
+                            "command": ["sh", "-c", "echo started; i=0; while true; do i=$((i+1)); echo tick $i; sleep 1; done"]}]
+        }
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    poll("the pod to run", &log, || async {
+        let p = pods.get_opt(&name).await.ok().flatten()?;
+        (p.status?.phase.as_deref() == Some("Running")).then_some(())
+    })
+    .await;
+
+    // kubectl exec -- echo
+    let mut proc = pods
+        .exec(&name, ["echo", "hello", "exec"], &AttachParams::default().stderr(false))
+        .await
+        .unwrap_or_else(|e| panic!("exec: {e}; actlet log:\n{}", log_tail(&log)));
+    let mut out = String::new();
+    proc.stdout().unwrap().read_to_string(&mut out).await.unwrap();
+    let status = proc.take_status().unwrap().await;
+    assert_eq!(out, "hello exec\n");
+    assert_eq!(status.and_then(|s| s.status).as_deref(), Some("Success"));
+
+    // kubectl exec -i -- cat: stdin goes in, comes back out
+    let mut proc = pods
+        .exec(&name, ["cat"], &AttachParams::default().stdin(true).stderr(false))
+        .await
+        .unwrap();
+    let mut stdin = proc.stdin().unwrap();
+    stdin.write_all(b"via stdin\n").await.unwrap();
+    let mut stdout = proc.stdout().unwrap();
+    let mut buf = vec![0u8; 10];
+    tokio::time::timeout(Duration::from_secs(20), stdout.read_exact(&mut buf))
+        .await
+        .expect("cat echoed nothing")
+        .unwrap();
+    assert_eq!(buf, b"via stdin\n");
+    drop(stdin);
+    proc.abort();
+
+    // kubectl logs -f: lines keep coming
+    let stream = pods
+        .log_stream(
+            &name,
+            &LogParams {
+                follow: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut lines = stream.lines();
+    let first = lines.next().await.unwrap().unwrap();
+    assert_eq!(first, "started");
+    let mut ticks = vec![];
+    while ticks.len() < 3 {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next())
+            .await
+            .expect("follow stalled")
+            .unwrap()
+            .unwrap();
+        ticks.push(line);
+    }
+    assert_eq!(ticks, ["tick 1", "tick 2", "tick 3"]);
+}
