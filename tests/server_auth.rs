@@ -93,6 +93,7 @@ fn server(anonymous: bool, token_webhook: bool, mode: KubeletAuthorizationMode, 
         spec: serde_json::json!({"num_cores": 2}),
         tree: Default::default(),
         pod_logs_dir: dir.path().join("pods"),
+        node_logs_dir: dir.path().join("log"),
         metrics: None,
     };
     let settings = ApiServerSettings {

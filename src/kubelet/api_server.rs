@@ -51,6 +51,7 @@ pub(super) fn child(
         spec: machine_spec(facts),
         tree,
         pod_logs_dir: config.pod_logs_dir.clone(),
+        node_logs_dir: std::path::PathBuf::from("/var/log"),
         metrics: Some(metrics),
     };
     let settings = ApiServerSettings {

@@ -12,6 +12,7 @@ pub mod api;
 pub mod auth;
 pub mod logs;
 pub mod metrics;
+pub mod node_logs;
 pub mod routes;
 pub mod secure;
 pub mod streaming;
