@@ -201,6 +201,18 @@ async fn sar_denied_is_403_with_upstreams_message() {
             "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[proxy])\n"
         )
     );
+    for (path, sub) in [
+        ("/logs/syslog", "log"),
+        ("/metrics", "metrics"),
+        ("/metrics/cadvisor", "metrics"),
+    ] {
+        let (code, body) = get(&s, &https(None), path, Some("good-alice")).await;
+        assert_eq!(code, 403, "{path}");
+        assert_eq!(
+            body,
+            format!("Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[{sub}])\n")
+        );
+    }
 }
 
 #[tokio::test]
