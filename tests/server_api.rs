@@ -236,6 +236,12 @@ fn run_spec_runningpods_and_actors() {
             (Some("ApiServer"), Some("Running"))
         );
         assert_eq!(get(addr, "/healthz/ping").await, (200, "ok".into()));
+        let (code, configz) = get(addr, "/configz").await;
+        let configz: serde_json::Value = serde_json::from_str(&configz).unwrap();
+        assert_eq!(
+            (code, &configz["kubeletconfig"]["authorization"]["mode"]),
+            (200, &serde_json::json!("AlwaysAllow"))
+        );
         assert_eq!(get(addr, "/nothing-here").await.0, 404);
     });
 }

@@ -94,6 +94,7 @@ fn server(anonymous: bool, token_webhook: bool, mode: KubeletAuthorizationMode, 
         tree: Default::default(),
         pod_logs_dir: dir.path().join("pods"),
         node_logs_dir: dir.path().join("log"),
+        configz: serde_json::json!({"kubeletconfig": {}}),
         metrics: None,
     };
     let settings = ApiServerSettings {

@@ -35,6 +35,8 @@ pub struct ApiState {
     pub tree: Arc<OnceLock<SupervisionTree>>,
     /// Where pod log directories are (logs outside it are refused).
     pub pod_logs_dir: PathBuf,
+    /// `/configz`: the effective configuration (`{"kubeletconfig": …}`).
+    pub configz: serde_json::Value,
     /// `/logs/`: the node's log directory (`/var/log`).
     pub node_logs_dir: PathBuf,
     /// `/metrics` (none: 404).

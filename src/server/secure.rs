@@ -132,6 +132,7 @@ impl SecureServer {
             (["spec"] | ["spec", ""], _) if get => api::spec(&self.api),
             (["runningpods", ""] | ["runningpods"], _) if get => api::running_pods(&self.api),
             (["debug", "actors"], _) if get => api::debug_actors(&self.api),
+            (["configz"], _) if get => json_response(&self.api.configz),
             (["logs", ..], _) if get => {
                 let rest = path.trim_start_matches("/logs");
                 super::node_logs::serve(&self.api.node_logs_dir, rest).await
