@@ -30,6 +30,9 @@ pub type Body = BoxBody<Bytes, std::io::Error>;
 /// Responses of this server.
 pub type Resp = Response<Body>;
 
+/// Threads serving the API (TLS and log streaming off the actors' thread).
+const SERVER_THREADS: usize = 2;
+
 /// A TLS handshake must finish within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -232,7 +235,7 @@ pub async fn serve(
     }
 }
 
-/// Binds `addr` and serves on a thread of its own; dropping the returned
+/// Binds `addr` and serves on threads of its own; dropping the returned
 /// handle (or sending on it) stops the server.
 pub fn spawn(
     addr: SocketAddr,
@@ -244,7 +247,12 @@ pub fn spawn(
     let (tx, rx) = tokio::sync::oneshot::channel();
     let server = Arc::new(server);
     std::thread::Builder::new().name("kubelet-api".into()).spawn(move || {
-        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        let rt = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(SERVER_THREADS)
+            .thread_name("kubelet-api")
+            .enable_all()
+            .build()
+        {
             Ok(rt) => rt,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the kubelet API server's runtime");
