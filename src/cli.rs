@@ -151,6 +151,56 @@ pub struct KubeletFlags {
           num_args = 0..=1, default_missing_value = "true")]
     pub register_node: bool,
 
+    /// Port of the authenticated HTTPS kubelet API (port); 0 disables it (actlet only).
+    #[arg(long, value_name = "PORT", default_value_t = 10250)]
+    pub port: u16,
+
+    /// Serving certificate of the kubelet API (tlsCertFile); without it a self-signed one in <root-dir>/pki.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Key of --tls-cert-file (tlsPrivateKeyFile).
+    #[arg(long, value_name = "FILE")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// Minimum TLS version, VersionTLS12 or VersionTLS13 (tlsMinVersion).
+    #[arg(long, value_name = "VERSION")]
+    pub tls_min_version: Option<String>,
+
+    /// Allowed TLS 1.2 cipher suites, comma-separated IANA names (tlsCipherSuites).
+    #[arg(long, value_name = "SUITE,...", value_delimiter = ',')]
+    pub tls_cipher_suites: Vec<String>,
+
+    /// CA bundle client certificates are verified against (authentication.x509.clientCAFile).
+    #[arg(long, value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Allow anonymous requests to the kubelet API (authentication.anonymous.enabled).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub anonymous_auth: bool,
+
+    /// Check bearer tokens with TokenReviews (authentication.webhook.enabled).
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub authentication_token_webhook: bool,
+
+    /// How long TokenReview answers are cached (authentication.webhook.cacheTTL).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2m")]
+    pub authentication_token_webhook_cache_ttl: Duration,
+
+    /// AlwaysAllow or Webhook (authorization.mode).
+    #[arg(long, value_name = "MODE", default_value = "AlwaysAllow")]
+    pub authorization_mode: String,
+
+    /// How long allowed SubjectAccessReview answers are cached (authorization.webhook.cacheAuthorizedTTL).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+
+    /// How long denied SubjectAccessReview answers are cached (authorization.webhook.cacheUnauthorizedTTL).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+
     /// Log verbosity (klog style 0-10); RUST_LOG overrides it.
     #[arg(long = "v", short = 'v', value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,

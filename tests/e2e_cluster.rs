@@ -97,7 +97,7 @@ fn start_actlet(dir: &Path, node: &str, kubeconfig: &Path, endpoint: &str) -> Pr
         .args(["--container-runtime-endpoint", endpoint])
         .arg("--root-dir")
         .arg(dir.join("root"))
-        .args(["--read-only-port", "0", "--healthz-port", "0", "-v", "2"])
+        .args(["--read-only-port", "0", "--healthz-port", "0", "--port", "0", "-v", "2"])
         .env("RUST_LOG", "info,actlet=debug")
         .stdout(Stdio::null())
         .stderr(log_file(dir, "actlet.log"))

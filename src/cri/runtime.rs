@@ -28,6 +28,9 @@ macro_rules! cri_calls {
                 (update_container_resources, "UpdateContainerResources", UpdateContainerResourcesRequest, UpdateContainerResourcesResponse),
                 (reopen_container_log, "ReopenContainerLog", ReopenContainerLogRequest, ReopenContainerLogResponse),
                 (exec_sync, "ExecSync", ExecSyncRequest, ExecSyncResponse),
+                (exec, "Exec", ExecRequest, ExecResponse),
+                (attach, "Attach", AttachRequest, AttachResponse),
+                (port_forward, "PortForward", PortForwardRequest, PortForwardResponse),
                 (container_stats, "ContainerStats", ContainerStatsRequest, ContainerStatsResponse),
                 (list_container_stats, "ListContainerStats", ListContainerStatsRequest, ListContainerStatsResponse),
                 (status, "Status", StatusRequest, StatusResponse),
@@ -126,6 +129,37 @@ pub trait Runtime: Send + Sync + 'static {
     async fn reopen_container_log(&self, req: ReopenContainerLogRequest) -> CriResult<ReopenContainerLogResponse>;
     /// `ExecSync`: run a command in a container and wait for its result.
     async fn exec_sync(&self, req: ExecSyncRequest) -> CriResult<ExecSyncResponse>;
+    /// `Exec`: a URL on the runtime's streaming server that runs a command
+    /// with the client's streams attached. Runtimes without a streaming
+    /// server keep this default (`UNIMPLEMENTED`).
+    async fn exec(&self, req: ExecRequest) -> CriResult<ExecResponse> {
+        let _ = req;
+        Err(super::CriError::new(
+            "Exec",
+            tonic::Code::Unimplemented,
+            "no streaming server",
+        ))
+    }
+    /// `Attach`: a URL on the streaming server attached to the container's
+    /// main process (default `UNIMPLEMENTED`).
+    async fn attach(&self, req: AttachRequest) -> CriResult<AttachResponse> {
+        let _ = req;
+        Err(super::CriError::new(
+            "Attach",
+            tonic::Code::Unimplemented,
+            "no streaming server",
+        ))
+    }
+    /// `PortForward`: a URL on the streaming server forwarding to the
+    /// sandbox's ports (default `UNIMPLEMENTED`).
+    async fn port_forward(&self, req: PortForwardRequest) -> CriResult<PortForwardResponse> {
+        let _ = req;
+        Err(super::CriError::new(
+            "PortForward",
+            tonic::Code::Unimplemented,
+            "no streaming server",
+        ))
+    }
     /// `ContainerStats`: resource usage of one container.
     async fn container_stats(&self, req: ContainerStatsRequest) -> CriResult<ContainerStatsResponse>;
     /// `ListContainerStats`: resource usage of matching containers.

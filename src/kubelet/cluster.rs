@@ -33,8 +33,8 @@ use crate::status::StatusCache;
 /// upstream's broadcaster does).
 const EVENTS_MAILBOX: usize = 1000;
 
-/// The kubelet's port as the Node's daemonEndpoints report it (the
-/// authenticated server is not built yet; upstream's default).
+/// The kubelet's port the Node's daemonEndpoints report when the
+/// authenticated server is off (upstream's default; else its own port).
 const KUBELET_PORT: i32 = 10250;
 
 /// What exists before the status manager is built.
@@ -144,7 +144,7 @@ pub(super) fn late(
         started: node.started,
         events: node.events,
         observers: node.observers,
-        kubelet_port: KUBELET_PORT,
+        kubelet_port: config.server_addr.map_or(KUBELET_PORT, |a| i32::from(a.port())),
         update_frequency: config.node_status_update_frequency,
         report_frequency: config.node_status_report_frequency,
         wall_clock: config.wall_clock.clone(),

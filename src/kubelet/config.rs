@@ -338,6 +338,57 @@ pub struct KubeletConfig {
     /// c.image_fs = actlet::gc::ImageFsSource(Arc::new(actlet::gc::FixedCapacity(1 << 30)));
     /// ```
     pub image_fs: crate::gc::ImageFsSource,
+    /// The authenticated HTTPS API (`address`:`port`); `None`: off.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.server_addr.is_none()); // off unless asked for (the flags default to 0.0.0.0:10250)
+    /// c.server_addr = Some("127.0.0.1:10250".parse().unwrap());
+    /// ```
+    pub server_addr: Option<SocketAddr>,
+    /// `tlsCertFile`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.tls_cert_file = Some("/etc/kubernetes/pki/kubelet.crt".into()); // else self-signed in <root-dir>/pki
+    /// ```
+    pub tls_cert_file: Option<PathBuf>,
+    /// `tlsPrivateKeyFile`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.tls_private_key_file = Some("/etc/kubernetes/pki/kubelet.key".into());
+    /// ```
+    pub tls_private_key_file: Option<PathBuf>,
+    /// `tlsMinVersion`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.tls_min_version = Some("VersionTLS13".into());
+    /// ```
+    pub tls_min_version: Option<String>,
+    /// `tlsCipherSuites`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.tls_cipher_suites = vec!["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into()];
+    /// ```
+    pub tls_cipher_suites: Vec<String>,
+    /// `authentication` (x509 client CA, token webhook, anonymous).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.authentication.anonymous.enabled); // the flags' legacy default
+    /// c.authentication.anonymous.enabled = false;
+    /// ```
+    pub authentication: crate::server::auth::KubeletAuthentication,
+    /// `authorization` (AlwaysAllow or Webhook).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.authorization.mode = actlet::server::auth::KubeletAuthorizationMode::Webhook;
+    /// ```
+    pub authorization: crate::server::auth::KubeletAuthorization,
 }
 
 impl KubeletConfig {
@@ -386,6 +437,13 @@ impl KubeletConfig {
             image_minimum_gc_age: Duration::from_secs(120),
             image_maximum_gc_age: Duration::ZERO,
             image_fs: crate::gc::ImageFsSource::default(),
+            server_addr: None,
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            tls_min_version: None,
+            tls_cipher_suites: vec![],
+            authentication: Default::default(),
+            authorization: Default::default(),
         }
     }
 
@@ -497,6 +555,27 @@ impl KubeletConfig {
         c.read_only_addr = (flags.read_only_port != 0).then(|| SocketAddr::new(flags.address, flags.read_only_port));
         c.healthz_addr =
             (flags.healthz_port != 0).then(|| SocketAddr::new(flags.healthz_bind_address, flags.healthz_port));
+        c.server_addr = (flags.port != 0).then(|| SocketAddr::new(flags.address, flags.port));
+        if flags.tls_cert_file.is_some() != flags.tls_private_key_file.is_some() {
+            return Err(ConfigError {
+                field: "--tls-cert-file",
+                reason: "--tls-cert-file and --tls-private-key-file go together".into(),
+            });
+        }
+        c.tls_cert_file = flags.tls_cert_file.clone();
+        c.tls_private_key_file = flags.tls_private_key_file.clone();
+        c.tls_min_version = flags.tls_min_version.clone();
+        c.tls_cipher_suites = flags.tls_cipher_suites.clone();
+        c.authentication.x509.client_ca_file = flags.client_ca_file.clone();
+        c.authentication.anonymous.enabled = flags.anonymous_auth;
+        c.authentication.webhook.enabled = flags.authentication_token_webhook;
+        c.authentication.webhook.cache_ttl = flags.authentication_token_webhook_cache_ttl;
+        c.authorization.mode = flags
+            .authorization_mode
+            .parse()
+            .map_err(invalid("--authorization-mode"))?;
+        c.authorization.webhook.cache_authorized_ttl = flags.authorization_webhook_cache_authorized_ttl;
+        c.authorization.webhook.cache_unauthorized_ttl = flags.authorization_webhook_cache_unauthorized_ttl;
         Ok(c)
     }
 }

@@ -123,6 +123,16 @@ pub struct Kubelet {
     /// # });
     /// ```
     pub healthz_addrs: ServerAddrs,
+    /// Addresses of the authenticated HTTPS API server (`server_addr`), once bound.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actlet::testing::run_paused(async {
+    /// # let node = actlet::testing::TestNode::start();
+    /// assert!(node.kubelet().api_addrs.get().is_empty()); // server_addr is None here: no server
+    /// # });
+    /// ```
+    pub api_addrs: ServerAddrs,
     /// Health checks as `/healthz` sees them.
     ///
     /// ```

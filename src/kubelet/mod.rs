@@ -4,6 +4,7 @@
 //! servers); [`start`] builds the tree inside the current actix `System`
 //! and returns a [`Kubelet`] handle to query and stop it.
 
+mod api_server;
 mod cluster;
 mod config;
 mod extensions;

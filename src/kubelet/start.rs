@@ -91,6 +91,9 @@ pub enum StartError {
     /// A setting is unusable.
     #[error(transparent)]
     Config(#[from] super::config::ConfigError),
+    /// The authenticated API server's TLS or auth settings are unusable.
+    #[error(transparent)]
+    ApiServer(#[from] crate::server::secure::ApiServerError),
 }
 
 /// HTTP servers are not critical: one that cannot listen (port taken) is
@@ -199,6 +202,9 @@ pub fn start(config: KubeletConfig, runtime: SharedRuntime) -> Result<Kubelet, S
 pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extensions) -> Result<Kubelet, StartError> {
     config.custom_sources.extend(ext.sources.iter().map(|(n, _)| n.clone()));
     config.validate_gc()?;
+    // every CRI call is counted and timed for /metrics
+    let metrics = crate::server::metrics::KubeletMetrics::new(crate::server::metrics::default_buckets());
+    let runtime = metrics.instrument(runtime);
     for sub in ["", "pods", "plugins", "pod-resources"] {
         make_dir(&config.root_dir.join(sub))?;
     }
@@ -258,7 +264,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     });
 
     let heartbeat = SyncLoopHeartbeat::default();
-    let pleg_health = PlegHealthHandle::default();
+    let pleg_health = PlegHealthHandle::default().with_relist_histogram(metrics.pleg_relist());
     let (health_tx, health_rx) = RuntimeHealth::channel();
 
     // runtime-health
@@ -534,7 +540,28 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             .backoff(SERVER_RETRY),
         );
     }
+    let api_addrs = ServerAddrs::default();
+    let tree_cell: Arc<OnceLock<crate::actors::supervisor::SupervisionTree>> = Arc::default();
+    if let Some(addr) = config.server_addr {
+        root = root.child(super::api_server::child(
+            addr,
+            &config,
+            node_ip.clone(),
+            &facts,
+            (
+                state.clone(),
+                runtime.clone(),
+                cache.clone(),
+                tree_cell.clone(),
+                metrics.clone(),
+            ),
+            ext.api_client.clone(),
+            api_addrs.clone(),
+        )?);
+    }
+    metrics.attach(&config.node_name, cache.clone(), tree_cell.clone());
     let root = root.start_root();
+    let _ = tree_cell.set(root.tree().clone());
     tracing::info!(node = %config.node_name, sources = ?expected.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
     Ok(Kubelet {
         root,
@@ -544,6 +571,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         runtime_health: health_rx,
         read_only_addrs,
         healthz_addrs,
+        api_addrs,
         health,
         pod_config: pc_ref.recipient(),
         manifest_errors,

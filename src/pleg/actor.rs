@@ -35,18 +35,36 @@ pub const RELIST_THRESHOLD: Duration = Duration::from_secs(180);
 const INSPECT_CONCURRENCY: usize = 16;
 
 /// Shared view of the PLEG's health.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PlegHealthHandle {
     last: Arc<Mutex<Option<(Instant, Duration)>>>,
+    /// `kubelet_pleg_relist_duration_seconds`.
+    relist_seconds: prometheus_client::metrics::histogram::Histogram,
+}
+
+impl Default for PlegHealthHandle {
+    fn default() -> Self {
+        Self {
+            last: Arc::default(),
+            relist_seconds: crate::server::metrics::default_buckets(),
+        }
+    }
 }
 
 impl PlegHealthHandle {
+    /// Observes relist durations into `histogram` (the metrics registry's).
+    pub fn with_relist_histogram(mut self, histogram: prometheus_client::metrics::histogram::Histogram) -> Self {
+        self.relist_seconds = histogram;
+        self
+    }
+
     /// When the last relist finished and how long it took.
     pub fn last_relist(&self) -> Option<(Instant, Duration)> {
         *self.last.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn record(&self, finished: Instant, took: Duration) {
+        self.relist_seconds.observe(took.as_secs_f64());
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((finished, took));
     }
 

@@ -24,7 +24,7 @@ impl ServerAddrs {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn set(&self, addrs: Vec<SocketAddr>) {
+    pub(crate) fn set(&self, addrs: Vec<SocketAddr>) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = addrs;
     }
 }

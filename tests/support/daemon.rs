@@ -243,6 +243,8 @@ pub struct Env {
     pub cri: CriClient,
     dir: TempDir,
     port: u16,
+    /// The authenticated HTTPS API's port (anonymous, AlwaysAllow: the flags' defaults).
+    pub api_port: u16,
     child: Option<Child>,
     http: reqwest::Client,
     // Last: released after the cleanup in `drop`.
@@ -271,6 +273,7 @@ impl Env {
             cri,
             dir,
             port: 0,
+            api_port: 0,
             child: None,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(5))
@@ -308,6 +311,7 @@ impl Env {
     async fn spawn_daemon(&mut self) {
         assert!(self.child.is_none(), "the daemon is already running");
         self.port = free_port();
+        self.api_port = free_port();
         let log_path = self.log_path();
         let mut log = OpenOptions::new()
             .create(true)
@@ -324,7 +328,14 @@ impl Env {
             .arg(&self.endpoint)
             .arg("--root-dir")
             .arg(self.dir.path().join("root"))
-            .args(["--address", "127.0.0.1", "--read-only-port", &self.port.to_string()])
+            .args([
+                "--address",
+                "127.0.0.1",
+                "--read-only-port",
+                &self.port.to_string(),
+                "--port",
+                &self.api_port.to_string(),
+            ])
             .args(["--healthz-port", "0", "--hostname-override", &self.node])
             .args(["--file-check-frequency", "1s", "--v", &verbosity])
             .env_remove("RUST_LOG")

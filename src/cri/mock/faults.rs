@@ -24,7 +24,7 @@ macro_rules! method_names {
         /// for method in CRI_METHODS {
         ///     mock.inject(method, Fault::error(tonic::Code::Unavailable, "maintenance")); // every call fails
         /// }
-        /// assert!(CRI_METHODS.contains(&"ExecSync") && CRI_METHODS.len() == 23);
+        /// assert!(CRI_METHODS.contains(&"ExecSync") && CRI_METHODS.len() == 26);
         /// ```
         pub const CRI_METHODS: &[&str] = &[$($grpc,)* $($igrpc,)*];
     };
@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn method_table_is_complete() {
-        assert_eq!(CRI_METHODS.len(), 23);
+        assert_eq!(CRI_METHODS.len(), 26);
         assert_eq!(cri_method("ExecSync"), Some("ExecSync"));
         assert_eq!(cri_method("execsync"), None);
     }

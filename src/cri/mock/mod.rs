@@ -138,6 +138,7 @@ mod runtime_impl;
 mod sandbox_ops;
 mod script;
 mod state;
+mod streaming;
 #[cfg(test)]
 mod tests;
 

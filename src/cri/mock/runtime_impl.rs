@@ -255,6 +255,35 @@ impl Runtime for MockRuntime {
         self.call("ExecSync", &target, self.do_exec_sync(req)).await
     }
 
+    async fn exec(&self, req: ExecRequest) -> CriResult<ExecResponse> {
+        let target = req.container_id.clone();
+        self.call("Exec", &target, async {
+            let container_id = self.running_container_for("Exec", &req.container_id)?;
+            let session = super::streaming::Session::Exec {
+                container_id,
+                cmd: req.cmd.clone(),
+                stdin: req.stdin,
+            };
+            Ok(ExecResponse {
+                url: self.streaming_url("Exec", "exec", session).await?,
+            })
+        })
+        .await
+    }
+
+    async fn attach(&self, req: AttachRequest) -> CriResult<AttachResponse> {
+        let target = req.container_id.clone();
+        self.call("Attach", &target, async {
+            self.running_container_for("Attach", &req.container_id)?;
+            Ok(AttachResponse {
+                url: self
+                    .streaming_url("Attach", "attach", super::streaming::Session::Attach)
+                    .await?,
+            })
+        })
+        .await
+    }
+
     async fn container_stats(&self, req: ContainerStatsRequest) -> CriResult<ContainerStatsResponse> {
         self.call("ContainerStats", &req.container_id, async {
             self.do_container_stats(&req)
@@ -301,5 +330,51 @@ impl Runtime for MockRuntime {
     async fn image_fs_info(&self, _req: ImageFsInfoRequest) -> CriResult<ImageFsInfoResponse> {
         self.call("ImageFsInfo", "", async { Ok(self.do_image_fs_info()) })
             .await
+    }
+}
+
+impl MockRuntime {
+    /// The full ID of the running container `id` (prefixes resolve), or the
+    /// error containerd gives.
+    fn running_container_for(&self, method: &'static str, id: &str) -> CriResult<String> {
+        let st = self.shared.lock();
+        let full = st
+            .resolve_container(id)
+            .filter(|full| st.containers.contains_key(full))
+            .ok_or_else(|| {
+                CriError::new(
+                    method,
+                    tonic::Code::NotFound,
+                    format!("failed to find container {id:?} in store: not found"),
+                )
+            })?;
+        let running = st
+            .containers
+            .get(&full)
+            .is_some_and(|c| c.state == crate::cri::v1::ContainerState::ContainerRunning);
+        if !running {
+            return Err(CriError::new(
+                method,
+                tonic::Code::FailedPrecondition,
+                "container is not running",
+            ));
+        }
+        Ok(full)
+    }
+
+    /// A single-use URL on the mock's streaming server (started on first use).
+    async fn streaming_url(
+        &self,
+        method: &'static str,
+        kind: &str,
+        session: super::streaming::Session,
+    ) -> CriResult<String> {
+        let server = self
+            .shared
+            .streaming
+            .get_or_try_init(super::streaming::StreamServer::start)
+            .await
+            .map_err(|e| CriError::new(method, tonic::Code::Internal, format!("streaming server: {e}")))?;
+        Ok(server.register(kind, session, self.clone()))
     }
 }

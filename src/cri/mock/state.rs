@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) request_timeout: Duration,
     pub(crate) sandbox_image: String,
     pub(crate) runtime_handlers: Vec<String>,
+    /// The streaming server Exec/Attach URLs point to (started on first use).
+    pub(crate) streaming: tokio::sync::OnceCell<std::sync::Arc<super::streaming::StreamServer>>,
 }
 
 impl Shared {
@@ -44,6 +46,7 @@ impl Shared {
             request_timeout,
             sandbox_image,
             runtime_handlers: vec!["runc".to_string()],
+            streaming: tokio::sync::OnceCell::new(),
         }
     }
 
