@@ -154,6 +154,40 @@ pub struct KubeletFlags {
     /// Log verbosity (klog style 0-10); RUST_LOG overrides it.
     #[arg(long = "v", short = 'v', value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
+
+    /// Directory of KubeletConfiguration drop-ins: every `*.conf` below it, merged in lexical order over --config.
+    #[arg(long, value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+
+    /// Feature gates, 'Name=true,Other=false'; repeatable (featureGates). Unknown gates are an error.
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    pub feature_gates: Vec<String>,
+
+    /// A file actlet holds an exclusive lock (flock) on while it runs.
+    #[arg(long, value_name = "FILE")]
+    pub lock_file: Option<PathBuf>,
+
+    /// Exit when another process asks for the --lock-file (it must be set).
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub exit_on_lock_contention: bool,
+
+    /// Run the static pods once, report their status and exit with their outcome (runOnce).
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub runonce: bool,
+
+    /// Open-files limit (RLIMIT_NOFILE) actlet raises itself to (maxOpenFiles).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub max_open_files: i64,
+
+    /// oom_score_adj of the actlet process, in [-1000, 1000] (oomScoreAdj).
+    #[arg(long, value_name = "N", default_value_t = -999, allow_negative_numbers = true)]
+    pub oom_score_adj: i32,
+
+    /// Deprecated, accepted for compatibility: the sandbox image is the runtime's choice.
+    #[arg(long, value_name = "IMAGE")]
+    pub pod_infra_container_image: Option<String>,
 }
 
 /// Parses a Go-style duration such as `2m`, `20s`, `1m30s`, `100ms`.

@@ -45,6 +45,8 @@ pub mod embed;
 pub mod events;
 pub mod kubelet;
 #[doc(hidden)]
+pub mod kubelet_config_file;
+#[doc(hidden)]
 pub mod kuberuntime;
 pub mod messages;
 #[doc(hidden)]

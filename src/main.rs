@@ -5,32 +5,57 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use actlet::actors::supervisor::ExitReason;
-use actlet::cli::{Cli, Command, KubeletFlags, MockCriArgs, log_filter};
+use actlet::cli::{Cli, Command, MockCriArgs, log_filter};
 use actlet::cluster::{Qps, client_from_kubeconfig};
 use actlet::cri::client::{CriClient, parse_endpoint};
 use actlet::cri::mock::MockRuntime;
 use actlet::cri::server::CriServer;
 use actlet::cri::{Runtime, v1};
 use actlet::kubelet::{Extensions, KubeletConfig, start_with};
-use clap::Parser;
+use actlet::kubelet_config_file::{self, Resolved, flags::explicit_flags};
+use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(log_filter(cli.flags.verbosity)));
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    if let Some(Command::Version) = cli.command {
+        println!("actlet {} (CRI runtime.v1)", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    // The configuration is resolved before logging starts: it sets the verbosity.
+    let resolved = match cli.command {
+        None => match kubelet_config_file::resolve(&cli.flags, &explicit_flags(&matches)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("actlet: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        Some(_) => None,
+    };
+    let verbosity = resolved.as_ref().map_or(cli.flags.verbosity, |r| r.flags.verbosity);
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(log_filter(verbosity)));
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
-    match cli.command {
-        Some(Command::Version) => {
-            println!("actlet {} (CRI runtime.v1)", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
+    match (cli.command, resolved) {
+        (Some(Command::MockCri(args)), _) => mock_cri(args),
+        (_, Some(resolved)) => {
+            for w in &resolved.warnings {
+                tracing::warn!("{w}");
+            }
+            tracing::info!(configuration = %resolved.masked_json(), "KubeletConfiguration");
+            kubelet_config_file::effective::global().set(resolved.configz());
+            run(resolved)
         }
-        Some(Command::MockCri(args)) => mock_cri(args),
-        None => run(cli.flags),
+        _ => ExitCode::SUCCESS,
     }
 }
 
@@ -62,18 +87,20 @@ fn mock_cri(args: MockCriArgs) -> ExitCode {
     })
 }
 
-fn run(flags: KubeletFlags) -> ExitCode {
+fn run(resolved: Resolved) -> ExitCode {
+    let flags = resolved.flags.clone();
     let hostname = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_default();
-    let config = match KubeletConfig::from_flags(&flags, &hostname) {
+    let mut config = match KubeletConfig::from_flags(&flags, &hostname) {
         Ok(c) => c,
-        Err(e) => return fatal(e),
+        Err(e) => {
+            eprintln!("actlet: {e}");
+            return ExitCode::from(2);
+        }
     };
-    if flags.config.is_some() {
-        return fatal("--config: KubeletConfiguration files are not supported yet; use flags");
-    }
+    resolved.apply_to(&mut config);
     let system = actix_rt::System::new();
     system.block_on(async move {
         let api_client = match &flags.kubeconfig {
