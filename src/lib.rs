@@ -56,6 +56,8 @@ pub mod pod_manager;
 #[doc(hidden)]
 pub mod pod_workers;
 #[doc(hidden)]
+pub mod process;
+#[doc(hidden)]
 pub mod runtime_health;
 #[doc(hidden)]
 pub mod server;

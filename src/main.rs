@@ -101,6 +101,11 @@ fn run(resolved: Resolved) -> ExitCode {
         }
     };
     resolved.apply_to(&mut config);
+    // held until actlet exits
+    let _lock = match actlet::process::setup(&flags) {
+        Ok(l) => l,
+        Err(e) => return fatal(e),
+    };
     let system = actix_rt::System::new();
     system.block_on(async move {
         let api_client = match &flags.kubeconfig {
@@ -140,6 +145,19 @@ fn run(resolved: Resolved) -> ExitCode {
             Ok(k) => k,
             Err(e) => return fatal(e),
         };
+        if flags.runonce {
+            let report = actlet::process::runonce::run_once(&kubelet, actlet::process::runonce::default_timeout()).await;
+            if let Err(e) = kubelet.shutdown(deadline).await {
+                tracing::error!(error = %e, "shutdown failed");
+            }
+            return match report.error() {
+                None => {
+                    tracing::info!(pods = report.pods.len(), "started kubelet as runonce");
+                    ExitCode::SUCCESS
+                }
+                Some(e) => fatal(format!("runonce failed: {e}")),
+            };
+        }
         let root = kubelet.root.clone();
         actix_rt::spawn(async move {
             if let Err(e) = actlet::actors::supervisor::shutdown_on_signals(&root, deadline).await {

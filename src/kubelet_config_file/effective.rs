@@ -100,3 +100,13 @@ pub fn global() -> &'static Configz {
     static GLOBAL: std::sync::OnceLock<Configz> = std::sync::OnceLock::new();
     GLOBAL.get_or_init(Configz::default)
 }
+
+/// `GET /configz` (upstream serves it on the authenticated 10250 server):
+/// the [`global`] document, 404 until the binary has published one. The
+/// server that registers it: `cfg.route("/configz", web::get().to(configz_handler))`.
+pub async fn configz_handler() -> actix_web::HttpResponse {
+    match global().get() {
+        Some(doc) => actix_web::HttpResponse::Ok().json(&*doc),
+        None => actix_web::HttpResponse::NotFound().body("no configz registered"),
+    }
+}

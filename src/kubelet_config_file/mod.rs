@@ -111,6 +111,17 @@ fn origin_of(origins: &BTreeMap<String, Origin>, field: &str) -> String {
 /// [`flags::explicit_flags`]).
 pub fn resolve(cli: &KubeletFlags, explicit: &BTreeSet<String>) -> Result<Resolved, LoadError> {
     let merged = load::load(cli.config.as_deref(), cli.config_dir.as_deref())?;
+    let mut flag_warnings = vec![];
+    if cli.pod_infra_container_image.is_some() {
+        flag_warnings.push(
+            "Flag --pod-infra-container-image has been deprecated: the sandbox image is the container runtime's \
+             (set it there); actlet accepts the flag and ignores it"
+                .to_string(),
+        );
+    }
+    if cli.exit_on_lock_contention && cli.lock_file.is_none() {
+        flag_warnings.push("--exit-on-lock-contention has no effect without --lock-file".to_string());
+    }
     let source = cli
         .config
         .clone()
@@ -118,7 +129,8 @@ pub fn resolve(cli: &KubeletFlags, explicit: &BTreeSet<String>) -> Result<Resolv
         .unwrap_or_default();
     let (mut kc, _) = load::decode(&merged.value).map_err(|reason| LoadError::File { path: source, reason })?;
     let mut origins = merged.origins;
-    let mut warnings = merged.warnings;
+    let mut warnings = flag_warnings;
+    warnings.extend(merged.warnings);
     flags::overlay(&mut kc, cli, explicit, &mut origins);
     let flag_gates = gates::parse_flag(&cli.feature_gates).map_err(|reason| LoadError::FeatureGates {
         origin: "command-line flag --feature-gates".into(),
