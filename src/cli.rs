@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// actlet: a Kubernetes node agent (kubelet) built as a supervised actor system.
 #[derive(Debug, Parser)]
-#[command(name = "actlet", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "actlet", about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// A subcommand; without one, actlet runs the node agent.
     #[command(subcommand)]
@@ -19,6 +19,9 @@ pub struct Cli {
     /// Node agent flags.
     #[command(flatten)]
     pub flags: KubeletFlags,
+    /// Print version information and quit: `Kubernetes <version>` as upstream; `--version=raw` for details.
+    #[arg(long, value_name = "true|raw", num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    pub version: Option<String>,
 }
 
 /// Subcommands besides running the node agent.
@@ -188,6 +191,11 @@ pub struct KubeletFlags {
     /// Deprecated, accepted for compatibility: the sandbox image is the runtime's choice.
     #[arg(long, value_name = "IMAGE")]
     pub pod_infra_container_image: Option<String>,
+
+    /// Kubeconfig for TLS bootstrap when --kubeconfig does not exist yet (kubeadm's unit passes it).
+    /// actlet uses an existing --kubeconfig; requesting a client certificate is not implemented yet.
+    #[arg(long, value_name = "FILE")]
+    pub bootstrap_kubeconfig: Option<PathBuf>,
 }
 
 /// Parses a Go-style duration such as `2m`, `20s`, `1m30s`, `100ms`.

@@ -23,8 +23,25 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     if let Some(Command::Version) = cli.command {
-        println!("actlet {} (CRI runtime.v1)", env!("CARGO_PKG_VERSION"));
+        println!(
+            "actlet v{} ({}, CRI runtime.v1)",
+            env!("CARGO_PKG_VERSION"),
+            actlet::process::version::line()
+        );
         return ExitCode::SUCCESS;
+    }
+    if let Some(v) = &cli.version {
+        match actlet::process::version::for_flag(v) {
+            Ok(Some(text)) => {
+                println!("{text}");
+                return ExitCode::SUCCESS;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("actlet: {e}");
+                return ExitCode::from(2);
+            }
+        }
     }
     // The configuration is resolved before logging starts: it sets the verbosity.
     let resolved = match cli.command {
@@ -108,6 +125,17 @@ fn run(resolved: Resolved) -> ExitCode {
     };
     let system = actix_rt::System::new();
     system.block_on(async move {
+        if let (Some(kubeconfig), Some(bootstrap)) = (&flags.kubeconfig, &flags.bootstrap_kubeconfig) {
+            if kubeconfig.exists() {
+                tracing::info!(kubeconfig = %kubeconfig.display(), "using the existing kubeconfig; no TLS bootstrap needed");
+            } else {
+                return fatal(format!(
+                    "--kubeconfig {} does not exist and TLS bootstrap with --bootstrap-kubeconfig {} is not implemented yet",
+                    kubeconfig.display(),
+                    bootstrap.display()
+                ));
+            }
+        }
         let api_client = match &flags.kubeconfig {
             Some(path) => {
                 let qps = Qps {

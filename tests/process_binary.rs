@@ -87,3 +87,30 @@ fn runonce_exits_1_when_a_static_pod_fails() {
     assert_eq!(code, Some(1), "{log}");
     assert!(log.contains("runonce failed: 1 out of 1 pods failed to run"), "{log}");
 }
+
+#[test]
+fn version_is_in_upstreams_format_for_kubeadm() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_actlet"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let line = String::from_utf8(out.stdout).unwrap();
+    // kubeadm's preflight: ^\s*Kubernetes v(\d+\.\d+\.\d+[-0-9a-zA-Z_.+]*)\s*$
+    let v = line
+        .trim()
+        .strip_prefix("Kubernetes v")
+        .unwrap_or_else(|| panic!("{line:?}"));
+    let (core, suffix) = v.split_at(v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len()));
+    assert_eq!(
+        core.split('.')
+            .filter(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+            .count(),
+        3,
+        "{v}"
+    );
+    assert!(
+        suffix.chars().all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c)),
+        "{v}"
+    );
+}

@@ -5,6 +5,7 @@
 pub mod limits;
 pub mod lock;
 pub mod runonce;
+pub mod version;
 
 use crate::cli::KubeletFlags;
 
