@@ -200,3 +200,30 @@ pub fn resolve(cli: &KubeletFlags, explicit: &BTreeSet<String>) -> Result<Resolv
         warnings,
     })
 }
+
+/// The config parser end to end on arbitrary bytes, for fuzzing: decoding,
+/// defaulting, validation and the Go duration syntax must never panic, and
+/// a duration that parses prints back to the same value.
+///
+/// ```
+/// actlet::kubelet_config_file::fuzz_one(b"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsyncFrequency: 1h\n");
+/// actlet::kubelet_config_file::fuzz_one(b"\xff\x00{[");
+/// ```
+pub fn fuzz_one(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(d) = text.parse::<GoDuration>() {
+        assert_eq!(
+            d.to_string().parse::<GoDuration>(),
+            Ok(d),
+            "duration {text:?} round trip"
+        );
+    }
+    let Ok(value) = load::parse_document(text) else { return };
+    let Ok((mut kc, _unknown)) = load::decode(&value) else {
+        return;
+    };
+    defaults::apply(&mut kc);
+    let _ = validate::validate(&kc);
+    let _ = gates::check(&kc.feature_gates.clone().unwrap_or_default());
+    let _ = serde_json::to_value(&kc);
+}
