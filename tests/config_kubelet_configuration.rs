@@ -100,6 +100,20 @@ fn precedence_defaults_file_drop_ins_flags() {
 }
 
 #[test]
+fn logging_verbosity_from_the_file_unless_v_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "k.yaml", "logging:\n  verbosity: 4\n");
+    assert_eq!(run(&["--config", file.to_str().unwrap()]).unwrap().flags.verbosity, 4);
+    assert_eq!(
+        run(&["--config", file.to_str().unwrap(), "--v=1"])
+            .unwrap()
+            .flags
+            .verbosity,
+        1
+    );
+}
+
+#[test]
 fn no_config_file_means_flags_over_defaults() {
     let r = run(&["--max-pods=5", "--read-only-port=10255"]).unwrap();
     assert_eq!(r.flags.max_pods, 5);
