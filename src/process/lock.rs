@@ -43,7 +43,11 @@ pub struct LockFile {
 /// assert!(actlet::process::lock::try_acquire(&path).unwrap().is_some(), "released");
 /// ```
 pub fn acquire(path: &Path) -> Result<LockFile, LockError> {
-    lock(path, FlockArg::LockExclusive).map(|l| l.expect("a blocking lock is always taken"))
+    lock(path, FlockArg::LockExclusive)?.ok_or_else(|| LockError {
+        action: "acquire",
+        path: path.to_path_buf(),
+        reason: "the lock was busy".into(),
+    })
 }
 
 /// Takes the lock if it is free (`None`: someone holds it).
