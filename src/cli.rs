@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// actlet: a Kubernetes node agent (kubelet) built as a supervised actor system.
 #[derive(Debug, Parser)]
-#[command(name = "actlet", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "actlet", about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// A subcommand; without one, actlet runs the node agent.
     #[command(subcommand)]
@@ -19,6 +19,9 @@ pub struct Cli {
     /// Node agent flags.
     #[command(flatten)]
     pub flags: KubeletFlags,
+    /// Print version information and quit: `Kubernetes <version>` as upstream; `--version=raw` for details.
+    #[arg(long, value_name = "true|raw", num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    pub version: Option<String>,
 }
 
 /// Subcommands besides running the node agent.
@@ -204,6 +207,45 @@ pub struct KubeletFlags {
     /// Log verbosity (klog style 0-10); RUST_LOG overrides it.
     #[arg(long = "v", short = 'v', value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
+
+    /// Directory of KubeletConfiguration drop-ins: every `*.conf` below it, merged in lexical order over --config.
+    #[arg(long, value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+
+    /// Feature gates, 'Name=true,Other=false'; repeatable (featureGates). Unknown gates are an error.
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    pub feature_gates: Vec<String>,
+
+    /// A file actlet holds an exclusive lock (flock) on while it runs.
+    #[arg(long, value_name = "FILE")]
+    pub lock_file: Option<PathBuf>,
+
+    /// Exit when another process asks for the --lock-file (it must be set).
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub exit_on_lock_contention: bool,
+
+    /// Run the static pods once, report their status and exit with their outcome (runOnce).
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub runonce: bool,
+
+    /// Open-files limit (RLIMIT_NOFILE) actlet raises itself to (maxOpenFiles).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub max_open_files: i64,
+
+    /// oom_score_adj of the actlet process, in [-1000, 1000] (oomScoreAdj).
+    #[arg(long, value_name = "N", default_value_t = -999, allow_negative_numbers = true)]
+    pub oom_score_adj: i32,
+
+    /// Deprecated, accepted for compatibility: the sandbox image is the runtime's choice.
+    #[arg(long, value_name = "IMAGE")]
+    pub pod_infra_container_image: Option<String>,
+
+    /// Kubeconfig for TLS bootstrap when --kubeconfig does not exist yet (kubeadm's unit passes it).
+    /// actlet uses an existing --kubeconfig; requesting a client certificate is not implemented yet.
+    #[arg(long, value_name = "FILE")]
+    pub bootstrap_kubeconfig: Option<PathBuf>,
 }
 
 /// Parses a Go-style duration such as `2m`, `20s`, `1m30s`, `100ms`.

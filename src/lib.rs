@@ -47,6 +47,8 @@ pub mod events;
 pub mod gc;
 pub mod kubelet;
 #[doc(hidden)]
+pub mod kubelet_config_file;
+#[doc(hidden)]
 pub mod kuberuntime;
 pub mod messages;
 #[doc(hidden)]
@@ -57,6 +59,8 @@ pub mod pod_manager;
 pub mod pod_workers;
 #[doc(hidden)]
 pub mod prober;
+#[doc(hidden)]
+pub mod process;
 #[doc(hidden)]
 pub mod runtime_health;
 #[doc(hidden)]

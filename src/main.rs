@@ -6,32 +6,74 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actlet::actors::supervisor::ExitReason;
-use actlet::cli::{Cli, Command, KubeletFlags, MockCriArgs, log_filter};
+use actlet::cli::{Cli, Command, MockCriArgs, log_filter};
 use actlet::cluster::{Qps, client_from_kubeconfig, heartbeat_client_from_kubeconfig};
 use actlet::cri::client::{CriClient, parse_endpoint};
 use actlet::cri::mock::MockRuntime;
 use actlet::cri::server::CriServer;
 use actlet::cri::{Runtime, v1};
 use actlet::kubelet::{Extensions, KubeletConfig, start_with};
-use clap::Parser;
+use actlet::kubelet_config_file::{self, Resolved, flags::explicit_flags};
+use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(log_filter(cli.flags.verbosity)));
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    if let Some(Command::Version) = cli.command {
+        println!(
+            "actlet v{} ({}, CRI runtime.v1)",
+            env!("CARGO_PKG_VERSION"),
+            actlet::process::version::line()
+        );
+        return ExitCode::SUCCESS;
+    }
+    if let Some(v) = &cli.version {
+        match actlet::process::version::for_flag(v) {
+            Ok(Some(text)) => {
+                println!("{text}");
+                return ExitCode::SUCCESS;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("actlet: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    // The configuration is resolved before logging starts: it sets the verbosity.
+    let resolved = match cli.command {
+        None => match kubelet_config_file::resolve(&cli.flags, &explicit_flags(&matches)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("actlet: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        Some(_) => None,
+    };
+    let verbosity = resolved.as_ref().map_or(cli.flags.verbosity, |r| r.flags.verbosity);
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(log_filter(verbosity)));
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
-    match cli.command {
-        Some(Command::Version) => {
-            println!("actlet {} (CRI runtime.v1)", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
+    match (cli.command, resolved) {
+        (Some(Command::MockCri(args)), _) => mock_cri(args),
+        (_, Some(resolved)) => {
+            for w in &resolved.warnings {
+                tracing::warn!("{w}");
+            }
+            tracing::info!(configuration = %resolved.masked_json(), "KubeletConfiguration");
+            kubelet_config_file::effective::global().set(resolved.configz());
+            run(resolved)
         }
-        Some(Command::MockCri(args)) => mock_cri(args),
-        None => run(cli.flags),
+        _ => ExitCode::SUCCESS,
     }
 }
 
@@ -63,20 +105,38 @@ fn mock_cri(args: MockCriArgs) -> ExitCode {
     })
 }
 
-fn run(flags: KubeletFlags) -> ExitCode {
+fn run(resolved: Resolved) -> ExitCode {
+    let flags = resolved.flags.clone();
     let hostname = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_default();
-    let config = match KubeletConfig::from_flags(&flags, &hostname) {
+    let mut config = match KubeletConfig::from_flags(&flags, &hostname) {
         Ok(c) => c,
+        Err(e) => {
+            eprintln!("actlet: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    resolved.apply_to(&mut config);
+    // held until actlet exits
+    let _lock = match actlet::process::setup(&flags) {
+        Ok(l) => l,
         Err(e) => return fatal(e),
     };
-    if flags.config.is_some() {
-        return fatal("--config: KubeletConfiguration files are not supported yet; use flags");
-    }
     let system = actix_rt::System::new();
     system.block_on(async move {
+        if let (Some(kubeconfig), Some(bootstrap)) = (&flags.kubeconfig, &flags.bootstrap_kubeconfig) {
+            if kubeconfig.exists() {
+                tracing::info!(kubeconfig = %kubeconfig.display(), "using the existing kubeconfig; no TLS bootstrap needed");
+            } else {
+                return fatal(format!(
+                    "--kubeconfig {} does not exist and TLS bootstrap with --bootstrap-kubeconfig {} is not implemented yet",
+                    kubeconfig.display(),
+                    bootstrap.display()
+                ));
+            }
+        }
         let api_client = match &flags.kubeconfig {
             Some(path) => {
                 let qps = Qps {
@@ -122,6 +182,19 @@ fn run(flags: KubeletFlags) -> ExitCode {
             Ok(k) => k,
             Err(e) => return fatal(e),
         };
+        if flags.runonce {
+            let report = actlet::process::runonce::run_once(&kubelet, actlet::process::runonce::default_timeout()).await;
+            if let Err(e) = kubelet.shutdown(deadline).await {
+                tracing::error!(error = %e, "shutdown failed");
+            }
+            return match report.error() {
+                None => {
+                    tracing::info!(pods = report.pods.len(), "started kubelet as runonce");
+                    ExitCode::SUCCESS
+                }
+                Some(e) => fatal(format!("runonce failed: {e}")),
+            };
+        }
         let root = kubelet.root.clone();
         actix_rt::spawn(async move {
             if let Err(e) = actlet::actors::supervisor::shutdown_on_signals(&root, deadline).await {

@@ -1,0 +1,287 @@
+//! Pure: the flags ↔ `KubeletConfiguration` mapping. Flags explicitly given
+//! on the command line override the config sources (upstream
+//! `kubeletConfigFlagPrecedence`); afterwards the effective configuration is
+//! written back into the flag struct the rest of actlet reads.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::Taint;
+
+use super::Origin;
+use super::duration::GoDuration;
+use super::types::{KubeletConfiguration, LoggingConfiguration};
+use crate::cli::KubeletFlags;
+
+/// The clap ids of the flags given on the command line.
+///
+/// ```
+/// use clap::{CommandFactory, FromArgMatches};
+/// let m = actlet::cli::Cli::command().try_get_matches_from(["actlet", "--max-pods=5"]).unwrap();
+/// let set = actlet::kubelet_config_file::flags::explicit_flags(&m);
+/// assert!(set.contains("max_pods") && !set.contains("sync_frequency"));
+/// ```
+pub fn explicit_flags(matches: &clap::ArgMatches) -> BTreeSet<String> {
+    matches
+        .ids()
+        .filter(|id| matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.as_str().to_string())
+        .collect()
+}
+
+fn pairs(map: &BTreeMap<String, String>) -> Vec<String> {
+    map.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+fn map_of(values: &[String]) -> BTreeMap<String, String> {
+    values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn taint_flag(t: &Taint) -> String {
+    match t.value.as_deref() {
+        Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
+        _ => format!("{}:{}", t.key, t.effect),
+    }
+}
+
+fn taint_of(s: &str) -> Taint {
+    let (kv, effect) = s.rsplit_once(':').unwrap_or((s, ""));
+    let (key, value) = match kv.split_once('=') {
+        Some((k, v)) => (k, Some(v.to_string())),
+        None => (kv, None),
+    };
+    Taint {
+        key: key.to_string(),
+        value,
+        effect: effect.to_string(),
+        ..Default::default()
+    }
+}
+
+/// Writes the explicitly given flags over `kc`, recording their origin.
+pub fn overlay(
+    kc: &mut KubeletConfiguration,
+    flags: &KubeletFlags,
+    explicit: &BTreeSet<String>,
+    origins: &mut BTreeMap<String, Origin>,
+) {
+    let mut set = |id: &str, field: &str, flag: &'static str| {
+        let given = explicit.contains(id);
+        if given {
+            origins.insert(field.to_string(), Origin::Flag(flag));
+        }
+        given
+    };
+    let secs = GoDuration::from_std;
+    if set("kube_api_qps", "kubeAPIQPS", "--kube-api-qps") {
+        kc.kube_api_qps = Some(i32::try_from(flags.kube_api_qps).unwrap_or(i32::MAX));
+    }
+    if set("kube_api_burst", "kubeAPIBurst", "--kube-api-burst") {
+        kc.kube_api_burst = Some(i32::try_from(flags.kube_api_burst).unwrap_or(i32::MAX));
+    }
+    if set("pod_manifest_path", "staticPodPath", "--pod-manifest-path") {
+        kc.static_pod_path = flags
+            .pod_manifest_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
+    }
+    if set("manifest_url", "staticPodURL", "--manifest-url") {
+        kc.static_pod_url = flags.manifest_url.clone();
+    }
+    if set("manifest_url_header", "staticPodURLHeader", "--manifest-url-header") {
+        let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for h in &flags.manifest_url_header {
+            let (k, v) = h.split_once(':').unwrap_or((h, ""));
+            headers.entry(k.to_string()).or_default().push(v.to_string());
+        }
+        kc.static_pod_url_header = Some(headers);
+    }
+    if set(
+        "container_runtime_endpoint",
+        "containerRuntimeEndpoint",
+        "--container-runtime-endpoint",
+    ) {
+        kc.container_runtime_endpoint = Some(flags.container_runtime_endpoint.clone());
+    }
+    if set(
+        "runtime_request_timeout",
+        "runtimeRequestTimeout",
+        "--runtime-request-timeout",
+    ) {
+        kc.runtime_request_timeout = Some(secs(flags.runtime_request_timeout));
+    }
+    if set("sync_frequency", "syncFrequency", "--sync-frequency") {
+        kc.sync_frequency = Some(secs(flags.sync_frequency));
+    }
+    if set("file_check_frequency", "fileCheckFrequency", "--file-check-frequency") {
+        kc.file_check_frequency = Some(secs(flags.file_check_frequency));
+    }
+    if set("http_check_frequency", "httpCheckFrequency", "--http-check-frequency") {
+        kc.http_check_frequency = Some(secs(flags.http_check_frequency));
+    }
+    if set("max_pods", "maxPods", "--max-pods") {
+        kc.max_pods = Some(i32::try_from(flags.max_pods).unwrap_or(i32::MAX));
+    }
+    if set("read_only_port", "readOnlyPort", "--read-only-port") {
+        kc.read_only_port = Some(i32::from(flags.read_only_port));
+    }
+    if set("healthz_port", "healthzPort", "--healthz-port") {
+        kc.healthz_port = Some(i32::from(flags.healthz_port));
+    }
+    if set("healthz_bind_address", "healthzBindAddress", "--healthz-bind-address") {
+        kc.healthz_bind_address = Some(flags.healthz_bind_address.to_string());
+    }
+    if set("address", "address", "--address") {
+        kc.address = Some(flags.address.to_string());
+    }
+    if set("register_with_taints", "registerWithTaints", "--register-with-taints") {
+        let list: Vec<&str> = flags.register_with_taints.iter().flat_map(|v| v.split(',')).collect();
+        kc.register_with_taints = Some(list.into_iter().filter(|s| !s.is_empty()).map(taint_of).collect());
+    }
+    if set("kube_reserved", "kubeReserved", "--kube-reserved") {
+        kc.kube_reserved = Some(map_of(&flags.kube_reserved));
+    }
+    if set("system_reserved", "systemReserved", "--system-reserved") {
+        kc.system_reserved = Some(map_of(&flags.system_reserved));
+    }
+    if set(
+        "node_status_update_frequency",
+        "nodeStatusUpdateFrequency",
+        "--node-status-update-frequency",
+    ) {
+        kc.node_status_update_frequency = Some(secs(flags.node_status_update_frequency));
+    }
+    if set("register_node", "registerNode", "--register-node") {
+        kc.register_node = Some(flags.register_node);
+    }
+    if set("verbosity", "logging.verbosity", "--v") {
+        kc.logging.get_or_insert_with(LoggingConfiguration::default).verbosity = Some(u32::from(flags.verbosity));
+    }
+    if set("runonce", "runOnce", "--runonce") {
+        kc.run_once = Some(flags.runonce);
+    }
+    if set("max_open_files", "maxOpenFiles", "--max-open-files") {
+        kc.max_open_files = Some(flags.max_open_files);
+    }
+    if set("oom_score_adj", "oomScoreAdj", "--oom-score-adj") {
+        kc.oom_score_adj = Some(flags.oom_score_adj);
+    }
+}
+
+/// The flag struct for the effective configuration (`kc` merged, defaulted
+/// and validated): the config's values replace the flags' defaults.
+pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFlags {
+    let mut f = flags.clone();
+    let dur = |v: Option<GoDuration>, old: std::time::Duration| v.and_then(GoDuration::to_std).unwrap_or(old);
+    let non_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    f.kube_api_qps = kc.kube_api_qps.map_or(f.kube_api_qps, |v| v.max(0) as u32);
+    f.kube_api_burst = kc.kube_api_burst.map_or(f.kube_api_burst, |v| v.max(0) as u32);
+    f.pod_manifest_path = non_empty(&kc.static_pod_path).map(PathBuf::from);
+    f.manifest_url = non_empty(&kc.static_pod_url);
+    f.manifest_url_header = kc
+        .static_pod_url_header
+        .iter()
+        .flatten()
+        .flat_map(|(k, vs)| vs.iter().map(move |v| format!("{k}:{v}")))
+        .collect();
+    if let Some(e) = non_empty(&kc.container_runtime_endpoint) {
+        f.container_runtime_endpoint = e;
+    }
+    f.runtime_request_timeout = dur(kc.runtime_request_timeout, f.runtime_request_timeout);
+    f.sync_frequency = dur(kc.sync_frequency, f.sync_frequency);
+    f.file_check_frequency = dur(kc.file_check_frequency, f.file_check_frequency);
+    f.http_check_frequency = dur(kc.http_check_frequency, f.http_check_frequency);
+    f.node_status_update_frequency = dur(kc.node_status_update_frequency, f.node_status_update_frequency);
+    f.max_pods = kc.max_pods.map_or(f.max_pods, i64::from);
+    f.read_only_port = kc
+        .read_only_port
+        .map_or(f.read_only_port, |p| u16::try_from(p).unwrap_or(0));
+    f.healthz_port = kc
+        .healthz_port
+        .map_or(f.healthz_port, |p| u16::try_from(p).unwrap_or(0));
+    if let Some(ip) = kc.healthz_bind_address.as_deref().and_then(|a| a.parse().ok()) {
+        f.healthz_bind_address = ip;
+    }
+    if let Some(ip) = kc.address.as_deref().and_then(|a| a.parse().ok()) {
+        f.address = ip;
+    }
+    f.register_with_taints = kc.register_with_taints.iter().flatten().map(taint_flag).collect();
+    f.kube_reserved = kc.kube_reserved.as_ref().map(pairs).unwrap_or_default();
+    f.system_reserved = kc.system_reserved.as_ref().map(pairs).unwrap_or_default();
+    f.register_node = kc.register_node.unwrap_or(f.register_node);
+    if let Some(v) = kc.logging.as_ref().and_then(|l| l.verbosity) {
+        f.verbosity = u8::try_from(v).unwrap_or(u8::MAX);
+    }
+    f.runonce = kc.run_once.unwrap_or(f.runonce);
+    f.max_open_files = kc.max_open_files.unwrap_or(f.max_open_files);
+    f.oom_score_adj = kc.oom_score_adj.unwrap_or(f.oom_score_adj);
+    f.feature_gates = kc
+        .feature_gates
+        .iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+    use crate::cli::Cli;
+    use crate::kubelet_config_file::defaults;
+
+    fn parse(args: &[&str]) -> (KubeletFlags, BTreeSet<String>) {
+        let m = Cli::command()
+            .try_get_matches_from(std::iter::once("actlet").chain(args.iter().copied()))
+            .unwrap();
+        (Cli::from_arg_matches(&m).unwrap().flags, explicit_flags(&m))
+    }
+
+    /// Without a config file the defaults plus the (non-)given flags must
+    /// give back exactly what the flags alone say: every mapped flag's
+    /// default is upstream's v1beta1 default.
+    #[test]
+    fn flag_defaults_equal_v1beta1_defaults() {
+        let (flags, explicit) = parse(&[]);
+        assert!(explicit.is_empty());
+        let mut kc = KubeletConfiguration::default();
+        overlay(&mut kc, &flags, &explicit, &mut BTreeMap::new());
+        defaults::apply(&mut kc);
+        let back = write_back(&kc, &flags);
+        assert_eq!(format!("{back:?}"), format!("{flags:?}"));
+    }
+
+    #[test]
+    fn flags_round_trip_through_the_configuration() {
+        let (flags, explicit) = parse(&[
+            "--max-pods=7",
+            "--register-with-taints=a=b:NoSchedule,c:NoExecute",
+            "--kube-reserved=cpu=100m,memory=1Gi",
+            "--manifest-url=http://x/pods",
+            "--manifest-url-header=Authorization:Bearer t",
+            "--v=3",
+            "--oom-score-adj",
+            "-500",
+        ]);
+        let mut origins = BTreeMap::new();
+        let mut kc = KubeletConfiguration::default();
+        overlay(&mut kc, &flags, &explicit, &mut origins);
+        assert_eq!(origins["maxPods"], Origin::Flag("--max-pods"));
+        assert_eq!(kc.register_with_taints.as_ref().unwrap()[1].key, "c");
+        defaults::apply(&mut kc);
+        let back = write_back(&kc, &flags);
+        assert_eq!(back.max_pods, 7);
+        assert_eq!(back.register_with_taints, vec!["a=b:NoSchedule", "c:NoExecute"]);
+        assert_eq!(back.kube_reserved, vec!["cpu=100m", "memory=1Gi"]);
+        assert_eq!(back.manifest_url_header, vec!["Authorization:Bearer t"]);
+        assert_eq!(back.verbosity, 3);
+        assert_eq!(back.oom_score_adj, -500);
+    }
+}
