@@ -192,6 +192,11 @@ fn exec_and_attach_reach_the_runtimes_stream() {
             .await
             .unwrap();
         assert_eq!(s.stdout, b"typed");
+        // port-forward: the mock echoes what reaches a port
+        let echoed = kubelet_api::ws_port_forward(addr, "/portForward/default/web?port=8080", 8080, b"over the port")
+            .await
+            .unwrap();
+        assert_eq!(echoed, b"over the port");
         // refusals before any upgrade
         let (code, body) = get(addr, "/exec/default/web/c?command=ls").await;
         assert_eq!((code, body.as_str()), (400, "you must specify at least 1 of stdin, stdout, stderr"));

@@ -134,15 +134,15 @@ pub struct Session {
     pub status: String,
 }
 
-/// Runs a WebSocket remotecommand session against `addr` `path_and_query`
-/// with `protocol`, sending `stdin` (then closing it, v5) if given.
-pub async fn ws_session(
+type Ws = tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+
+/// A WebSocket to `addr` `path_and_query` over TLS, speaking `protocol`.
+pub async fn ws_connect(
     addr: SocketAddr,
     path_and_query: &str,
     protocol: &str,
     cert: Option<&ClientCert>,
-    stdin: Option<&[u8]>,
-) -> Result<Session, String> {
+) -> Result<Ws, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -178,6 +178,59 @@ pub async fn ws_session(
     if chosen != Some(protocol) {
         return Err(format!("protocol {chosen:?} chosen, wanted {protocol}"));
     }
+    Ok(ws)
+}
+
+/// Port-forwards one port over WebSocket (`v4.channel.k8s.io`): checks the
+/// two port headers, sends `data` on the data channel, returns what comes back on it.
+pub async fn ws_port_forward(
+    addr: SocketAddr,
+    path_and_query: &str,
+    port: u16,
+    data: &[u8],
+) -> Result<Vec<u8>, String> {
+    let ws = ws_connect(addr, path_and_query, "v4.channel.k8s.io", None).await?;
+    let (mut tx, mut rx) = ws.split();
+    let mut headers = vec![];
+    while headers.len() < 2 {
+        match rx
+            .next()
+            .await
+            .ok_or("closed before the port headers")?
+            .map_err(|e| e.to_string())?
+        {
+            Message::Binary(b) => headers.push(b.to_vec()),
+            other => return Err(format!("unexpected {other:?}")),
+        }
+    }
+    let [lo, hi] = port.to_le_bytes();
+    if headers != [vec![0, lo, hi], vec![1, lo, hi]] {
+        return Err(format!("port headers {headers:?}"));
+    }
+    let mut m = vec![0u8];
+    m.extend_from_slice(data);
+    tx.send(Message::Binary(m.into())).await.map_err(|e| e.to_string())?;
+    match rx
+        .next()
+        .await
+        .ok_or("closed before the echo")?
+        .map_err(|e| e.to_string())?
+    {
+        Message::Binary(b) if b.first() == Some(&0) => Ok(b[1..].to_vec()),
+        other => Err(format!("unexpected {other:?}")),
+    }
+}
+
+/// Runs a WebSocket remotecommand session against `addr` `path_and_query`
+/// with `protocol`, sending `stdin` (then closing it, v5) if given.
+pub async fn ws_session(
+    addr: SocketAddr,
+    path_and_query: &str,
+    protocol: &str,
+    cert: Option<&ClientCert>,
+    stdin: Option<&[u8]>,
+) -> Result<Session, String> {
+    let ws = ws_connect(addr, path_and_query, protocol, cert).await?;
     let (mut tx, mut rx) = ws.split();
     if let Some(input) = stdin {
         let mut m = vec![0u8];

@@ -284,6 +284,40 @@ impl Runtime for MockRuntime {
         .await
     }
 
+    async fn port_forward(&self, req: PortForwardRequest) -> CriResult<PortForwardResponse> {
+        let target = req.pod_sandbox_id.clone();
+        self.call("PortForward", &target, async {
+            let ready = {
+                let st = self.shared.lock();
+                st.resolve_sandbox(&req.pod_sandbox_id)
+                    .and_then(|id| st.sandboxes.get(&id).map(|s| s.state == PodSandboxState::SandboxReady))
+            };
+            match ready {
+                None => {
+                    return Err(CriError::new(
+                        "PortForward",
+                        tonic::Code::NotFound,
+                        format!("failed to find sandbox {:?}: not found", req.pod_sandbox_id),
+                    ));
+                }
+                Some(false) => {
+                    return Err(CriError::new(
+                        "PortForward",
+                        tonic::Code::FailedPrecondition,
+                        "sandbox is not ready",
+                    ));
+                }
+                Some(true) => {}
+            }
+            let ports = req.port.iter().filter_map(|p| u16::try_from(*p).ok()).collect();
+            let session = super::streaming::Session::PortForward { ports };
+            Ok(PortForwardResponse {
+                url: self.streaming_url("PortForward", "portforward", session).await?,
+            })
+        })
+        .await
+    }
+
     async fn container_stats(&self, req: ContainerStatsRequest) -> CriResult<ContainerStatsResponse> {
         self.call("ContainerStats", &req.container_id, async {
             self.do_container_stats(&req)

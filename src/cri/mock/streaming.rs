@@ -5,7 +5,9 @@
 //! close a stream). An exec runs the container's `ExecSync` behaviour and
 //! sends its output and exit status; `cat` with stdin echoes stdin until the
 //! client closes it. An attach streams what the client sends on stdin back
-//! on stdout (the mock's containers have no terminal of their own).
+//! on stdout (the mock's containers have no terminal of their own). A port
+//! forward (WebSocket protocol: data channel 2i and error channel 2i+1 per
+//! port, each opened with the port number) echoes what is sent to a port.
 //! Sessions are single-use and keyed by a random token, as runtimes do.
 
 use std::collections::HashMap;
@@ -35,6 +37,11 @@ pub(crate) enum Session {
     },
     /// Attach to the container.
     Attach,
+    /// Forward `ports` of a sandbox: every port is an echo server here.
+    PortForward {
+        /// The ports asked for.
+        ports: Vec<u16>,
+    },
 }
 
 /// The listener and the sessions waiting for their client.
@@ -123,9 +130,34 @@ impl StreamServer {
             m.extend_from_slice(data);
             Message::Binary(m.into())
         };
+        if let Session::PortForward { ports } = &session {
+            // each port: data channel 2i and error channel 2i+1, both first
+            // carrying the port (little endian); data comes back as sent
+            for (i, port) in ports.iter().enumerate() {
+                for ch in [2 * i as u8, 2 * i as u8 + 1] {
+                    if tx.send(frame(ch, &port.to_le_bytes())).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            while let Some(Ok(msg)) = rx.next().await {
+                match msg {
+                    Message::Binary(data) if data.first().is_some_and(|ch| ch % 2 == 0) => {
+                        let sent = tx.send(Message::Binary(data)).await;
+                        if sent.is_err() {
+                            return;
+                        }
+                    }
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+            let _ = tx.send(Message::Close(None)).await;
+            return;
+        }
         let echo = match &session {
             Session::Exec { cmd, stdin, .. } => *stdin && cmd.len() == 1 && cmd[0] == "cat",
-            Session::Attach => true,
+            Session::Attach | Session::PortForward { .. } => true,
         };
         let status = if echo {
             // stdin back as stdout, until stdin is closed (v5) or the client goes
