@@ -137,6 +137,14 @@ fn api_volumes_and_env_reach_the_container() {
         let env = eventually("container created", T, || envs.lock().unwrap().get("app").cloned()).await;
         assert_eq!(env.get("MODE").map(String::as_str), Some("fast"));
         assert_eq!(env.get("DB_password").map(String::as_str), Some("s3cr3t"));
+        assert_eq!(
+            env.get("KUBERNETES_SERVICE_HOST").map(String::as_str),
+            Some("10.96.0.1")
+        );
+        assert_eq!(
+            env.get("KUBERNETES_PORT_443_TCP").map(String::as_str),
+            Some("tcp://10.96.0.1:443")
+        );
 
         let cfg = volume_dir(&node, &uid, "kubernetes.io~configmap", "cfg");
         assert_eq!(read(&cfg.join("conf/mode")), Some(("fast".into(), 0o644)));

@@ -16,7 +16,9 @@
 //! key k in ConfigMap ns/x`) unless `optional`; without an API server every
 //! reference fails (`couldn't get configMap ns/x, no kubeClient defined`).
 //!
-//! Not yet: service links.
+//! Service variables (`KUBERNETES_SERVICE_HOST`…, and those of the pod's
+//! namespace with `enableServiceLinks`) come last, unless `env`/`envFrom`
+//! defined the name, and `$(VAR)` may reference them.
 
 use std::collections::BTreeMap;
 
@@ -157,6 +159,10 @@ pub fn make_environment_variables(
 ) -> Result<Vec<(String, String)>, EnvError> {
     let mut order: Vec<String> = Vec::new();
     let mut values: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(e) = &ctx.objects.services_error {
+        return Err(EnvError::Object(e.clone()));
+    }
+    let services = &ctx.objects.services;
     for source in container.env_from.iter().flatten() {
         let prefix = source.prefix.as_deref().unwrap_or_default();
         let data = if let Some(r) = &source.config_map_ref {
@@ -175,7 +181,7 @@ pub fn make_environment_variables(
     }
     for var in container.env.iter().flatten() {
         let value = match (var.value.as_deref(), var.value_from.as_ref()) {
-            (Some(v), _) if !v.is_empty() => expand(v, |name| values.get(name).cloned()),
+            (Some(v), _) if !v.is_empty() => expand(v, |name| values.get(name).or_else(|| services.get(name)).cloned()),
             (_, Some(from)) => {
                 if let Some(field) = &from.field_ref {
                     pod_field_value(pod, field, ctx)?
@@ -201,13 +207,21 @@ pub fn make_environment_variables(
             order.push(var.name.clone());
         }
     }
-    Ok(order
+    let mut out: Vec<(String, String)> = order
         .into_iter()
         .map(|name| {
             let value = values.remove(&name).unwrap_or_default();
             (name, value)
         })
-        .collect())
+        .collect();
+    let defined: std::collections::BTreeSet<String> = out.iter().map(|(k, _)| k.clone()).collect();
+    out.extend(
+        services
+            .iter()
+            .filter(|(k, _)| !defined.contains(*k))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    Ok(out)
 }
 
 /// The container's command and args with `$(VAR)` references to `envs`

@@ -96,3 +96,24 @@ fn a_forbidden_object_fails_even_when_optional() {
     let env = env_of("  - name: c\n    envFrom: [{configMapRef: {name: denied, optional: true}}]");
     assert_eq!(env.unwrap_err().to_string(), "configmaps \"denied\" is forbidden");
 }
+
+#[test]
+fn service_variables_come_last_unless_defined_and_expand() {
+    let mut c = ctx();
+    c.objects.services = data(&[("KUBERNETES_SERVICE_HOST", "10.96.0.1"), ("MODE", "from-service")]);
+    let p = pod(
+        "metadata: {name: web, namespace: prod}\nspec:\n  containers:\n  - name: c\n    env:\n    - {name: MODE, value: mine}\n    - {name: URL, value: 'https://$(KUBERNETES_SERVICE_HOST)'}",
+    );
+    let env = make_environment_variables(&p, &p.spec.as_ref().unwrap().containers[0], &c).unwrap();
+    assert_eq!(
+        env,
+        pairs(&[
+            ("MODE", "mine"),
+            ("URL", "https://10.96.0.1"),
+            ("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+        ])
+    );
+    c.objects.services_error = Some("services have not yet been read at least once, cannot construct envvars".into());
+    let err = make_environment_variables(&p, &p.spec.as_ref().unwrap().containers[0], &c).unwrap_err();
+    assert!(err.to_string().starts_with("services have not yet been read"), "{err}");
+}

@@ -22,6 +22,10 @@ pub struct EnvObjects {
     pub config_maps: BTreeMap<String, ObjectData>,
     /// Secret `data` (as text) by name.
     pub secrets: BTreeMap<String, ObjectData>,
+    /// Service env vars ([`service_env`](super::service_env)).
+    pub services: BTreeMap<String, String>,
+    /// Why the service env vars are unknown (the container waits).
+    pub services_error: Option<String>,
 }
 
 /// Fetches everything the env of `pod`'s containers references.
@@ -35,6 +39,11 @@ pub async fn fetch_env_objects(objects: &dyn ObjectSource, pod: &Pod) -> EnvObje
     }
     let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
     let spec = pod.spec.as_ref();
+    let links = spec.and_then(|s| s.enable_service_links).unwrap_or(true);
+    match objects.services().await {
+        Ok(list) => out.services = super::service_env::service_env(&list, ns, links),
+        Err(e) => out.services_error = Some(e.to_string()),
+    }
     let containers = spec
         .into_iter()
         .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()));

@@ -35,6 +35,7 @@ pub mod plugin;
 pub mod pull_secrets;
 pub mod reconcile;
 pub mod refs;
+pub mod service_env;
 pub mod setup;
 pub mod store;
 pub mod token;

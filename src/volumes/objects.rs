@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use kube::Api;
 use kube::api::PostParams;
 
@@ -83,6 +83,10 @@ pub trait ObjectSource: Send + Sync + 'static {
     fn retain(&self, _config_maps: &BTreeSet<ObjectKey>, _secrets: &BTreeSet<ObjectKey>) {}
     /// True when an API server is behind this source.
     fn has_client(&self) -> bool;
+    /// Every Service of the cluster (for service env vars); none by default.
+    async fn services(&self) -> Result<Vec<Service>, ObjectError> {
+        Ok(Vec::new())
+    }
 }
 
 /// No API server: every object is unavailable.
@@ -135,6 +139,7 @@ pub struct ApiObjects {
     client: kube::Client,
     config_maps: WatchCache<ConfigMap>,
     secrets: WatchCache<Secret>,
+    services: std::sync::Arc<tokio::sync::OnceCell<kube::runtime::reflector::Store<Service>>>,
 }
 
 impl std::fmt::Debug for ApiObjects {
@@ -152,6 +157,7 @@ impl ApiObjects {
         Self {
             config_maps: WatchCache::new(client.clone(), "configmap"),
             secrets: WatchCache::new(client.clone(), "secret"),
+            services: Default::default(),
             client,
         }
     }
@@ -193,6 +199,31 @@ impl ObjectSource for ApiObjects {
 
     fn has_client(&self) -> bool {
         true
+    }
+
+    /// One reflector over every Service (started on first use), as
+    /// upstream's service informer; unusable until it has listed once.
+    async fn services(&self) -> Result<Vec<Service>, ObjectError> {
+        use futures::StreamExt;
+        use kube::runtime::WatchStreamExt;
+        use kube::runtime::{reflector, watcher};
+        let store = self
+            .services
+            .get_or_init(|| async {
+                let (reader, writer) = reflector::store();
+                let api: Api<Service> = Api::all(self.client.clone());
+                let stream =
+                    reflector::reflector(writer, watcher::watcher(api, watcher::Config::default())).default_backoff();
+                tokio::spawn(stream.for_each(|_| futures::future::ready(())));
+                reader
+            })
+            .await;
+        match tokio::time::timeout(super::watch_cache::FIRST_SYNC_TIMEOUT, store.wait_until_ready()).await {
+            Ok(Ok(())) => Ok(store.state().iter().map(|s| (**s).clone()).collect()),
+            _ => Err(ObjectError::Other(
+                "services have not yet been read at least once, cannot construct envvars".into(),
+            )),
+        }
     }
 }
 
