@@ -54,6 +54,8 @@ pub mod messages;
 #[doc(hidden)]
 pub mod pleg;
 #[doc(hidden)]
+pub mod pod_fields;
+#[doc(hidden)]
 pub mod pod_manager;
 #[doc(hidden)]
 pub mod pod_workers;

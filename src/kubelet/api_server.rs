@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::config::KubeletConfig;
 use super::node_facts::{MachineInfo, NodeFacts};
-use crate::actors::supervisor::{AnyChildSpec, ChildSpec, SupervisionTree};
+use crate::actors::supervisor::{AnyChildSpec, ChildSpec, Criticality, SupervisionTree};
 use crate::cri::SharedRuntime;
 use crate::pleg::PodCache;
 use crate::server::auth::ReviewApi;
@@ -134,9 +134,13 @@ pub(super) fn child(
     };
     let reviews = client.map(|c| Arc::new(c) as Arc<dyn ReviewApi>);
     let server = SecureServer::build(&settings, state, api, reviews)?;
+    // Like the other servers: a port that is taken is retried every 5 s
+    // and never stops pod management.
     Ok(ChildSpec::new("kubelet-api", move || {
         ApiServer::new(addr, server.clone(), bound.clone())
     })
+    .criticality(Criticality::NonCritical)
+    .backoff(super::start::SERVER_RETRY)
     .into())
 }
 

@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 
 use actix::prelude::*;
+use k8s_openapi::api::core::v1::Pod;
 
 use super::deps::WorkerDeps;
 use super::sync_statuses::PodSyncStatuses;
@@ -35,7 +36,9 @@ use crate::actors::supervisor::{
 use crate::cluster::mirror_index::full_name;
 use crate::messages::PodUid;
 use crate::messages::pod_work::{SyncFinished, UpdatePod, UpdateType, WorkerState};
-use crate::pod_manager::pod_uid;
+use crate::messages::event::EventType;
+use crate::pod_fields::{self, UNSUPPORTED_FIELD_REASON, unsupported_fields};
+use crate::pod_manager::{format_pod, pod_uid};
 use crate::status::pod_predicates::is_static_pod;
 
 /// Mailbox capacity of one pod worker (updates are coalesced by the worker,
@@ -117,6 +120,10 @@ impl PodWorkers {
         let record = self.statuses.get(&uid);
         let state = record.as_ref().map(|r| r.effective_state());
         let is_create = update.update_type == UpdateType::Create;
+        if record.is_none() && update.update_type != UpdateType::Kill {
+            // First sight of this pod (records outlive restarts): once per pod.
+            self.report_unsupported_fields(&update.pod);
+        }
         if state == Some(WorkerState::Terminated) && is_create {
             // The pod was re-added after it terminated: start it afresh.
             self.forget(&uid);
@@ -159,6 +166,21 @@ impl PodWorkers {
                 }
             }
         }
+    }
+
+    /// Nothing silent: a field the pod sets that actlet does not implement is
+    /// a `Warning` event and a log line naming it.
+    fn report_unsupported_fields(&self, pod: &Pod) {
+        let fields = unsupported_fields(pod);
+        if fields.is_empty() {
+            return;
+        }
+        let message = pod_fields::message(&fields);
+        tracing::warn!(pod = %format_pod(pod), fields = ?fields, "pod sets fields actlet does not implement yet; they are ignored");
+        self.deps
+            .runtime
+            .events
+            .pod_event(pod, None, EventType::Warning, UNSUPPORTED_FIELD_REASON, message);
     }
 
     /// Static pods that waited for `full_name` to be free start now.
