@@ -154,6 +154,14 @@ pub struct KubeletFlags {
           num_args = 0..=1, default_missing_value = "true")]
     pub register_node: bool,
 
+    /// DNS server IPs of pods with dnsPolicy ClusterFirst (clusterDNS), comma-separated.
+    #[arg(long, value_name = "IP,...", value_delimiter = ',')]
+    pub cluster_dns: Vec<String>,
+
+    /// Cluster domain appended to pods' DNS search paths (clusterDomain).
+    #[arg(long, value_name = "DOMAIN", default_value = "")]
+    pub cluster_domain: String,
+
     /// Port of the authenticated HTTPS kubelet API (port); 0 disables it (actlet only).
     #[arg(long, value_name = "PORT", default_value_t = 10250)]
     pub port: u16,

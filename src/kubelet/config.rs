@@ -338,6 +338,22 @@ pub struct KubeletConfig {
     /// c.image_fs = actlet::gc::ImageFsSource(Arc::new(actlet::gc::FixedCapacity(1 << 30)));
     /// ```
     pub image_fs: crate::gc::ImageFsSource,
+    /// `clusterDNS`: nameservers of `ClusterFirst` pods (empty: such pods
+    /// fall back to the host's DNS with a `MissingClusterDNS` event).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.cluster_dns.is_empty());
+    /// c.cluster_dns = vec!["10.96.0.10".into()];
+    /// ```
+    pub cluster_dns: Vec<String>,
+    /// `clusterDomain` (e.g. `cluster.local`), appended to search paths.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.cluster_domain = "cluster.local".into();
+    /// ```
+    pub cluster_domain: String,
     /// The authenticated HTTPS API (`address`:`port`); `None`: off.
     ///
     /// ```
@@ -437,6 +453,8 @@ impl KubeletConfig {
             image_minimum_gc_age: Duration::from_secs(120),
             image_maximum_gc_age: Duration::ZERO,
             image_fs: crate::gc::ImageFsSource::default(),
+            cluster_dns: Vec::new(),
+            cluster_domain: String::new(),
             server_addr: None,
             tls_cert_file: None,
             tls_private_key_file: None,
@@ -556,6 +574,8 @@ impl KubeletConfig {
         c.healthz_addr =
             (flags.healthz_port != 0).then(|| SocketAddr::new(flags.healthz_bind_address, flags.healthz_port));
         c.server_addr = (flags.port != 0).then(|| SocketAddr::new(flags.address, flags.port));
+        c.cluster_dns = flags.cluster_dns.iter().filter(|s| !s.is_empty()).cloned().collect();
+        c.cluster_domain = flags.cluster_domain.trim_end_matches('.').to_string();
         if flags.tls_cert_file.is_some() != flags.tls_private_key_file.is_some() {
             return Err(ConfigError {
                 field: "--tls-cert-file",

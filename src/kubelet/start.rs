@@ -230,6 +230,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         memory_capacity: facts.memory_bytes,
         allocatable_cpu: ParsedQuantity::from_units(facts.cpus),
         allocatable_memory: ParsedQuantity::from_units(facts.memory_bytes),
+        cluster_dns: config.cluster_dns.clone(),
+        cluster_domain: config.cluster_domain.clone(),
         ..RuntimeManagerConfig::default()
     };
     let pods = PodManager::new();

@@ -34,6 +34,19 @@ impl Resolved {
         if let Some(dir) = self.effective.pod_logs_dir.as_deref().filter(|d| !d.is_empty()) {
             config.pod_logs_dir = dir.into();
         }
+        let kc = &self.effective;
+        if let Some(p) = kc.image_gc_high_threshold_percent {
+            config.image_gc_high_threshold_percent = p;
+        }
+        if let Some(p) = kc.image_gc_low_threshold_percent {
+            config.image_gc_low_threshold_percent = p;
+        }
+        if let Some(d) = kc.image_minimum_gc_age.and_then(|d| d.to_std()) {
+            config.image_minimum_gc_age = d;
+        }
+        if let Some(d) = kc.image_maximum_gc_age.and_then(|d| d.to_std()) {
+            config.image_maximum_gc_age = d;
+        }
     }
 
     /// The effective configuration as JSON with secrets masked

@@ -171,6 +171,74 @@ pub fn overlay(
     if set("oom_score_adj", "oomScoreAdj", "--oom-score-adj") {
         kc.oom_score_adj = Some(flags.oom_score_adj);
     }
+    if set("cluster_dns", "clusterDNS", "--cluster-dns") {
+        kc.cluster_dns = Some(flags.cluster_dns.clone());
+    }
+    if set("cluster_domain", "clusterDomain", "--cluster-domain") {
+        kc.cluster_domain = Some(flags.cluster_domain.clone());
+    }
+    if set("port", "port", "--port") {
+        kc.port = Some(i32::from(flags.port));
+    }
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
+    if set("tls_cert_file", "tlsCertFile", "--tls-cert-file") {
+        kc.tls_cert_file = path(&flags.tls_cert_file);
+    }
+    if set("tls_private_key_file", "tlsPrivateKeyFile", "--tls-private-key-file") {
+        kc.tls_private_key_file = path(&flags.tls_private_key_file);
+    }
+    if set("tls_min_version", "tlsMinVersion", "--tls-min-version") {
+        kc.tls_min_version = flags.tls_min_version.clone();
+    }
+    if set("tls_cipher_suites", "tlsCipherSuites", "--tls-cipher-suites") {
+        kc.tls_cipher_suites = Some(flags.tls_cipher_suites.clone());
+    }
+    if set("client_ca_file", "authentication.x509.clientCAFile", "--client-ca-file") {
+        let authn = kc.authentication.get_or_insert_with(Default::default);
+        authn.x509.get_or_insert_with(Default::default).client_ca_file = path(&flags.client_ca_file);
+    }
+    if set("anonymous_auth", "authentication.anonymous.enabled", "--anonymous-auth") {
+        let authn = kc.authentication.get_or_insert_with(Default::default);
+        authn.anonymous.get_or_insert_with(Default::default).enabled = Some(flags.anonymous_auth);
+    }
+    if set(
+        "authentication_token_webhook",
+        "authentication.webhook.enabled",
+        "--authentication-token-webhook",
+    ) {
+        let authn = kc.authentication.get_or_insert_with(Default::default);
+        authn.webhook.get_or_insert_with(Default::default).enabled = Some(flags.authentication_token_webhook);
+    }
+    if set(
+        "authentication_token_webhook_cache_ttl",
+        "authentication.webhook.cacheTTL",
+        "--authentication-token-webhook-cache-ttl",
+    ) {
+        let authn = kc.authentication.get_or_insert_with(Default::default);
+        authn.webhook.get_or_insert_with(Default::default).cache_ttl =
+            Some(secs(flags.authentication_token_webhook_cache_ttl));
+    }
+    if set("authorization_mode", "authorization.mode", "--authorization-mode") {
+        kc.authorization.get_or_insert_with(Default::default).mode = Some(flags.authorization_mode.clone());
+    }
+    if set(
+        "authorization_webhook_cache_authorized_ttl",
+        "authorization.webhook.cacheAuthorizedTTL",
+        "--authorization-webhook-cache-authorized-ttl",
+    ) {
+        let authz = kc.authorization.get_or_insert_with(Default::default);
+        authz.webhook.get_or_insert_with(Default::default).cache_authorized_ttl =
+            Some(secs(flags.authorization_webhook_cache_authorized_ttl));
+    }
+    if set(
+        "authorization_webhook_cache_unauthorized_ttl",
+        "authorization.webhook.cacheUnauthorizedTTL",
+        "--authorization-webhook-cache-unauthorized-ttl",
+    ) {
+        let authz = kc.authorization.get_or_insert_with(Default::default);
+        authz.webhook.get_or_insert_with(Default::default).cache_unauthorized_ttl =
+            Some(secs(flags.authorization_webhook_cache_unauthorized_ttl));
+    }
 }
 
 /// The flag struct for the effective configuration (`kc` merged, defaulted
@@ -220,6 +288,45 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.runonce = kc.run_once.unwrap_or(f.runonce);
     f.max_open_files = kc.max_open_files.unwrap_or(f.max_open_files);
     f.oom_score_adj = kc.oom_score_adj.unwrap_or(f.oom_score_adj);
+    f.cluster_dns = kc.cluster_dns.clone().unwrap_or(f.cluster_dns);
+    f.cluster_domain = kc.cluster_domain.clone().unwrap_or(f.cluster_domain);
+    f.port = kc.port.map_or(f.port, |p| u16::try_from(p).unwrap_or(0));
+    if let Some(p) = non_empty(&kc.tls_cert_file) {
+        f.tls_cert_file = Some(p.into());
+    }
+    if let Some(p) = non_empty(&kc.tls_private_key_file) {
+        f.tls_private_key_file = Some(p.into());
+    }
+    f.tls_min_version = non_empty(&kc.tls_min_version).or(f.tls_min_version);
+    f.tls_cipher_suites = kc.tls_cipher_suites.clone().unwrap_or(f.tls_cipher_suites);
+    // The v1beta1 defaults of authentication/authorization (anonymous off,
+    // webhooks on) apply to configuration files only; without one the
+    // flags keep their legacy defaults, as upstream.
+    if flags.config.is_some() || flags.config_dir.is_some() {
+        if let Some(authn) = &kc.authentication {
+            if let Some(ca) = authn.x509.as_ref().and_then(|x| non_empty(&x.client_ca_file)) {
+                f.client_ca_file = Some(ca.into());
+            }
+            if let Some(on) = authn.anonymous.as_ref().and_then(|a| a.enabled) {
+                f.anonymous_auth = on;
+            }
+            if let Some(w) = &authn.webhook {
+                f.authentication_token_webhook = w.enabled.unwrap_or(f.authentication_token_webhook);
+                f.authentication_token_webhook_cache_ttl = dur(w.cache_ttl, f.authentication_token_webhook_cache_ttl);
+            }
+        }
+        if let Some(authz) = &kc.authorization {
+            if let Some(mode) = non_empty(&authz.mode) {
+                f.authorization_mode = mode;
+            }
+            if let Some(w) = &authz.webhook {
+                f.authorization_webhook_cache_authorized_ttl =
+                    dur(w.cache_authorized_ttl, f.authorization_webhook_cache_authorized_ttl);
+                f.authorization_webhook_cache_unauthorized_ttl =
+                    dur(w.cache_unauthorized_ttl, f.authorization_webhook_cache_unauthorized_ttl);
+            }
+        }
+    }
     f.feature_gates = kc
         .feature_gates
         .iter()
