@@ -12,14 +12,14 @@
 //! Needs `ACTLET_CRI_ENDPOINT` and `KUBEBUILDER_ASSETS` (SKIPPED loudly
 //! otherwise). `ACTLET_CHAOS_SOAK_MINUTES=N` repeats the outage for N minutes.
 
+#[path = "support/chaos_node.rs"]
+mod chaos_node;
 #[path = "support/daemon.rs"]
 mod daemon;
 #[path = "support/envtest.rs"]
 mod envtest;
 #[path = "support/invariants.rs"]
 mod invariants;
-#[path = "support/chaos_node.rs"]
-mod chaos_node;
 
 use std::time::Duration;
 
@@ -52,7 +52,9 @@ async fn apiserver_down_60s_with_churn() {
         one_sandbox: true,
     };
     expect.live.insert(node.mirror_name("static-keep"));
-    let world = node.converge("healthy pods running", &expect, &Default::default()).await;
+    let world = node
+        .converge("healthy pods running", &expect, &Default::default())
+        .await;
     let mut stable = healthy.clone();
     stable.push(node.mirror_name("static-keep"));
     let baseline = world.baseline(&stable);

@@ -9,14 +9,14 @@
 //! endpoint (the test restarts that one only; SKIPPED loudly otherwise).
 //! `ACTLET_CHAOS_SOAK_MINUTES=N` repeats the restart for N minutes.
 
+#[path = "support/chaos_node.rs"]
+mod chaos_node;
 #[path = "support/daemon.rs"]
 mod daemon;
 #[path = "support/envtest.rs"]
 mod envtest;
 #[path = "support/invariants.rs"]
 mod invariants;
-#[path = "support/chaos_node.rs"]
-mod chaos_node;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,7 +51,10 @@ fn containerd_dir(test: &str) -> Option<PathBuf> {
 /// `containerd --config <dir>/config.toml`.
 fn containerd_pid(dir: &Path) -> i32 {
     let text = std::fs::read_to_string(dir.join("containerd.pid")).unwrap_or_else(|e| panic!("containerd.pid: {e}"));
-    let pid: i32 = text.trim().parse().unwrap_or_else(|e| panic!("containerd.pid {text:?}: {e}"));
+    let pid: i32 = text
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("containerd.pid {text:?}: {e}"));
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let args: Vec<String> = cmdline
         .split(|b| *b == 0)
@@ -66,8 +69,10 @@ fn containerd_pid(dir: &Path) -> i32 {
 }
 
 fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
 }
 
 /// SIGKILLs our containerd and waits until it is gone.
@@ -76,7 +81,10 @@ fn kill_containerd(dir: &Path) {
     kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap_or_else(|e| panic!("kill -9 containerd {pid}: {e}"));
     let start = Instant::now();
     while alive(pid) {
-        assert!(start.elapsed() < Duration::from_secs(30), "containerd {pid} survived SIGKILL");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "containerd {pid} survived SIGKILL"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

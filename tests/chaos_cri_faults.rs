@@ -81,21 +81,42 @@ fn steps() -> Vec<Step> {
         step("StartContainer hangs twice", "StartContainer", true, move |m| {
             m.inject("StartContainer", Fault::hang_for(secs(30)).times(2))
         }),
-        step("ListContainers fails (relist)", "ListContainers", true, unavailable("ListContainers")),
+        step(
+            "ListContainers fails (relist)",
+            "ListContainers",
+            true,
+            unavailable("ListContainers"),
+        ),
         step("ListPodSandbox hangs", "ListPodSandbox", true, move |m| {
             m.inject("ListPodSandbox", Fault::hang_for(secs(15)))
         }),
-        step("ContainerStatus fails", "ContainerStatus", true, unavailable("ContainerStatus")),
+        step(
+            "ContainerStatus fails",
+            "ContainerStatus",
+            true,
+            unavailable("ContainerStatus"),
+        ),
         step("PodSandboxStatus slow (3 s)", "PodSandboxStatus", false, move |m| {
             m.inject("PodSandboxStatus", Fault::latency(secs(3)))
         }),
-        step("StopContainer fails", "StopContainer", true, unavailable("StopContainer")),
+        step(
+            "StopContainer fails",
+            "StopContainer",
+            true,
+            unavailable("StopContainer"),
+        ),
         step("StopPodSandbox hangs once", "StopPodSandbox", true, move |m| {
             m.inject("StopPodSandbox", Fault::hang_for(secs(30)).times(1))
         }),
         step("runtime down", "ListPodSandbox", true, |m| m.set_down(true)),
         step("every method slow (1 s)", "RunPodSandbox", false, move |m| {
-            for method in ["RunPodSandbox", "CreateContainer", "StartContainer", "ListContainers", "ListPodSandbox"] {
+            for method in [
+                "RunPodSandbox",
+                "CreateContainer",
+                "StartContainer",
+                "ListContainers",
+                "ListPodSandbox",
+            ] {
                 m.inject(method, Fault::latency(secs(1)));
             }
         }),
@@ -134,7 +155,10 @@ async fn converge(node: &Node, what: &str, expect: &Expect, baseline: &Baseline)
         let mut v = w.violations(expect, baseline);
         let records = node.kubelet.pod_sync_statuses.len();
         if records != expect.live.len() {
-            v.push(format!("{records} pod lifecycle records for {} live pods", expect.live.len()));
+            v.push(format!(
+                "{records} pod lifecycle records for {} live pods",
+                expect.live.len()
+            ));
         }
         if v.is_empty() {
             return w;
@@ -178,7 +202,10 @@ fn cri_faults_under_pod_churn() {
                 }
                 let live: Vec<&Pod> = healthy.iter().chain(churn.iter()).collect();
                 node.set_pods(&live);
-                expect.live = live.iter().filter_map(|p| p.metadata.name.clone()).collect::<BTreeSet<_>>();
+                expect.live = live
+                    .iter()
+                    .filter_map(|p| p.metadata.name.clone())
+                    .collect::<BTreeSet<_>>();
                 sleep(FAULT_FOR).await;
                 node.mock.clear_faults(None);
                 node.mock.set_down(false);
@@ -186,13 +213,19 @@ fn cri_faults_under_pod_churn() {
                 assert_eq!(node.kubelet.root.exit_reason(), None, "the root exited during: {what}");
                 // The fault was felt: the method was called while it was in
                 // force (and failed or hung, for those kinds).
-                let felt = node.mock.calls_to(step.method).iter().any(|c| {
-                    c.at >= from && (!step.fails || c.outcome != CallOutcome::Ok)
-                });
+                let felt = node
+                    .mock
+                    .calls_to(step.method)
+                    .iter()
+                    .any(|c| c.at >= from && (!step.fails || c.outcome != CallOutcome::Ok));
                 assert!(felt, "{what}: no {} call felt it", step.method);
             }
             converge(&node, "after the faults", &expect, &baseline).await;
-            assert_eq!(node.kubelet.statuses.snapshot().len(), expect.live.len(), "status cache leak");
+            assert_eq!(
+                node.kubelet.statuses.snapshot().len(),
+                expect.live.len(),
+                "status cache leak"
+            );
         })
         .await;
 

@@ -11,14 +11,14 @@
 //! Needs `ACTLET_CRI_ENDPOINT` and `KUBEBUILDER_ASSETS` (SKIPPED loudly
 //! otherwise). `ACTLET_CHAOS_SOAK_MINUTES=N` repeats the ten kills for N minutes.
 
+#[path = "support/chaos_node.rs"]
+mod chaos_node;
 #[path = "support/daemon.rs"]
 mod daemon;
 #[path = "support/envtest.rs"]
 mod envtest;
 #[path = "support/invariants.rs"]
 mod invariants;
-#[path = "support/chaos_node.rs"]
-mod chaos_node;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -42,7 +42,9 @@ async fn kill_9_mid_sync_ten_times() {
         live: healthy.iter().cloned().collect(),
         one_sandbox: true,
     };
-    let world = node.converge("healthy pods running", &expect, &Default::default()).await;
+    let world = node
+        .converge("healthy pods running", &expect, &Default::default())
+        .await;
     let baseline = world.baseline(&healthy);
     assert_eq!(baseline.len(), HEALTHY, "{}", world.describe());
 
@@ -68,6 +70,7 @@ async fn kill_9_mid_sync_ten_times() {
             node.spawn().await;
         }
         let world = node.converge("after the kills", &expect, &baseline).await;
+        node.note(format!("round {round}:\n{}", world.describe()));
         let live: BTreeSet<String> = world.pods.iter().map(|p| p.name.clone()).collect();
         assert_eq!(live, expect.live, "{}", world.describe());
     })

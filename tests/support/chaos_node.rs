@@ -12,6 +12,7 @@
 //! Cleanup on drop: actlet is killed by its PID, then every sandbox of the
 //! test's namespace is stopped and removed through the CRI and its log
 //! directories are deleted; the API server goes with the [`EnvTest`].
+//! `ACTLET_SYSTEM_KEEP=1` keeps the temp dir (actlet's log included).
 //!
 //! Include after `daemon` (for the gate and `note`), `envtest` and `invariants`.
 #![allow(dead_code)]
@@ -89,7 +90,12 @@ impl ChaosNode {
         let endpoint = daemon::endpoint(test)?;
         let env = EnvTest::start().await?;
         let ns = format!("chaos-{}-{}", std::process::id(), test.replace('_', "-"));
-        let ns: String = ns.chars().take(63).collect::<String>().trim_end_matches('-').to_string();
+        let ns: String = ns
+            .chars()
+            .take(63)
+            .collect::<String>()
+            .trim_end_matches('-')
+            .to_string();
         env.prepare_namespace(&ns).await;
         let admin = env.admin_client().await;
         let cri = CriClient::new(&endpoint, Duration::from_secs(30)).unwrap_or_else(|e| panic!("CRI client: {e}"));
@@ -114,7 +120,10 @@ impl ChaosNode {
 
     /// Prints a progress line.
     pub fn note(&self, msg: impl std::fmt::Display) {
-        daemon::note(&self.test, msg);
+        daemon::note(
+            &self.test,
+            format!("{} {msg}", chrono::Utc::now().format("%H:%M:%S%.3f")),
+        );
     }
 
     fn log_path(&self) -> PathBuf {
@@ -166,7 +175,11 @@ impl ChaosNode {
             if http.get(&url).send().await.is_ok_and(|r| r.status().is_success()) {
                 return;
             }
-            assert!(Instant::now() < deadline, "no /healthz within 60 s\n{}", self.log_tail(40));
+            assert!(
+                Instant::now() < deadline,
+                "no /healthz within 60 s\n{}",
+                self.log_tail(40)
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -243,7 +256,11 @@ impl ChaosNode {
 
     /// The Node object.
     pub async fn node_object(&self) -> Option<Node> {
-        Api::<Node>::all(self.admin.clone()).get_opt(&self.node).await.ok().flatten()
+        Api::<Node>::all(self.admin.clone())
+            .get_opt(&self.node)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Waits until the Node is Ready.
@@ -255,7 +272,10 @@ impl ChaosNode {
             match crate::invariants::node_ready(node.as_ref()) {
                 Ok(()) => return self.note(format!("{what}: after {:.1?}", start.elapsed())),
                 Err(why) if start.elapsed() > CONVERGE => {
-                    panic!("{what}: node not Ready after {CONVERGE:?}: {why}\n{}", self.log_tail(60))
+                    panic!(
+                        "{what}: node not Ready after {CONVERGE:?}: {why}\n{}",
+                        self.log_tail(60)
+                    )
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
             }
@@ -292,6 +312,7 @@ impl ChaosNode {
     /// the violations and the whole picture after [`CONVERGE`].
     pub async fn converge(&mut self, what: &str, expect: &Expect, baseline: &Baseline) -> World {
         let start = Instant::now();
+        let mut last_report = Instant::now();
         loop {
             self.assert_alive();
             let (world, mut violations) = match self.world().await {
@@ -315,7 +336,13 @@ impl ChaosNode {
                     w.map(|w| w.describe()).unwrap_or_default(),
                     self.log_tail(60)
                 ),
-                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                _ => {
+                    if last_report.elapsed() > Duration::from_secs(10) {
+                        last_report = Instant::now();
+                        self.note(format!("{what}: still waiting for:\n  {}", violations.join("\n  ")));
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await
+                }
             }
         }
     }
@@ -349,7 +376,10 @@ pub async fn remove_namespace_sandboxes(cri: &CriClient, ns: &str) {
             pod_sandbox_id: s.id.clone(),
             ..Default::default()
         };
-        if let Ok(cs) = cri.list_containers(v1::ListContainersRequest { filter: Some(filter) }).await {
+        if let Ok(cs) = cri
+            .list_containers(v1::ListContainersRequest { filter: Some(filter) })
+            .await
+        {
             for c in cs.containers {
                 let _ = cri
                     .stop_container(v1::StopContainerRequest {
@@ -360,10 +390,20 @@ pub async fn remove_namespace_sandboxes(cri: &CriClient, ns: &str) {
             }
         }
         let id = s.id.clone();
-        if let Err(e) = cri.stop_pod_sandbox(v1::StopPodSandboxRequest { pod_sandbox_id: id.clone() }).await {
+        if let Err(e) = cri
+            .stop_pod_sandbox(v1::StopPodSandboxRequest {
+                pod_sandbox_id: id.clone(),
+            })
+            .await
+        {
             daemon::note("cleanup", format!("StopPodSandbox {id}: {e}"));
         }
-        if let Err(e) = cri.remove_pod_sandbox(v1::RemovePodSandboxRequest { pod_sandbox_id: id.clone() }).await {
+        if let Err(e) = cri
+            .remove_pod_sandbox(v1::RemovePodSandboxRequest {
+                pod_sandbox_id: id.clone(),
+            })
+            .await
+        {
             daemon::note("cleanup", format!("RemovePodSandbox {id}: {e}"));
         }
     }
@@ -392,5 +432,9 @@ impl Drop for ChaosNode {
         // Pod log dirs are `<ns>_<pod>_<uid>`, container links `<pod>_<ns>_<container>-<id>.log`.
         remove_entries_containing(Path::new("/var/log/pods"), &format!("{}_", self.ns));
         remove_entries_containing(Path::new("/var/log/containers"), &format!("_{}_", self.ns));
+        if std::env::var("ACTLET_SYSTEM_KEEP").as_deref() == Ok("1") {
+            let kept = std::mem::replace(&mut self.dir, TempDir::new().unwrap_or_else(|e| panic!("{e}")));
+            self.note(format!("kept {} (actlet.log)", kept.keep().display()));
+        }
     }
 }

@@ -35,6 +35,7 @@ const UID_LABEL: &str = "io.kubernetes.pod.uid";
 const NAME_LABEL: &str = "io.kubernetes.pod.name";
 const NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
 const CONTAINER_LABEL: &str = "io.kubernetes.container.name";
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// One container status as the API reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,10 +109,15 @@ fn label(labels: &std::collections::HashMap<String, String>, key: &str) -> Strin
 }
 
 impl PodView {
-    /// From an API pod.
+    /// From an API pod. A mirror pod stands for its static pod, whose UID
+    /// (the runtime's) its `kubernetes.io/config.mirror` annotation holds.
     pub fn from_pod(p: &Pod) -> Self {
+        let mirror = p.metadata.annotations.as_ref().and_then(|a| a.get(MIRROR_ANNOTATION));
         let mut view = Self::from_status(
-            p.metadata.uid.as_deref().unwrap_or_default(),
+            mirror
+                .map(String::as_str)
+                .or(p.metadata.uid.as_deref())
+                .unwrap_or_default(),
             p.metadata.name.as_deref().unwrap_or_default(),
             p.metadata.namespace.as_deref().unwrap_or_default(),
             p.status.as_ref(),
@@ -332,11 +338,29 @@ impl World {
             .filter_map(|n| self.pod(n))
             .map(|p| p.uid.as_str())
             .collect();
-        for s in self.sandboxes.iter().filter(|s| s.ready && !live_uids.contains(s.uid.as_str())) {
-            v.push(format!("sandbox {} of {} (uid {}) still ready", short(&s.id), s.name, s.uid));
+        for s in self
+            .sandboxes
+            .iter()
+            .filter(|s| s.ready && !live_uids.contains(s.uid.as_str()))
+        {
+            v.push(format!(
+                "sandbox {} of {} (uid {}) still ready",
+                short(&s.id),
+                s.name,
+                s.uid
+            ));
         }
-        for c in self.containers.iter().filter(|c| c.running && !live_uids.contains(c.uid.as_str())) {
-            v.push(format!("container {} {} of uid {} still running", short(&c.id), c.name, c.uid));
+        for c in self
+            .containers
+            .iter()
+            .filter(|c| c.running && !live_uids.contains(c.uid.as_str()))
+        {
+            v.push(format!(
+                "container {} {} of uid {} still running",
+                short(&c.id),
+                c.name,
+                c.uid
+            ));
         }
         v
     }
@@ -398,7 +422,10 @@ pub async fn rounds(test: &str, mut round: impl AsyncFnMut(u32)) {
         n += 1;
         match until {
             Some(t) if std::time::Instant::now() < t => {
-                let line = format!("[{test}] soak: round {n} done, {:?} left\n", t - std::time::Instant::now());
+                let line = format!(
+                    "[{test}] soak: round {n} done, {:?} left\n",
+                    t - std::time::Instant::now()
+                );
                 let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             }
             _ => return,
