@@ -236,3 +236,80 @@ fn cri_faults_under_pod_churn() {
         }
     });
 }
+
+/// The invariants catch what they promise to: a second ready sandbox, a
+/// restarted container, a status that disagrees with the runtime, a pod left
+/// running after its removal.
+#[test]
+fn invariants_catch_violations() {
+    use invariants::{ContainerView, SandboxView, StatusView};
+    let status = |id: &str| StatusView {
+        name: "app".into(),
+        id: Some(id.into()),
+        running: true,
+        restart_count: 0,
+    };
+    let sandbox = |id: &str, uid: &str| SandboxView {
+        id: id.into(),
+        uid: uid.into(),
+        name: uid.into(),
+        namespace: "default".into(),
+        ready: true,
+    };
+    let container = |id: &str, sandbox: &str, uid: &str| ContainerView {
+        id: id.into(),
+        sandbox_id: sandbox.into(),
+        uid: uid.into(),
+        name: "app".into(),
+        running: true,
+    };
+    let pod = PodView {
+        uid: "a".into(),
+        name: "a".into(),
+        namespace: "default".into(),
+        phase: "Running".into(),
+        deleting: false,
+        spec_containers: vec!["app".into()],
+        statuses: vec![status("c1")],
+    };
+    let good = World {
+        pods: vec![pod.clone()],
+        sandboxes: vec![sandbox("s1", "a")],
+        containers: vec![container("c1", "s1", "a")],
+    };
+    let expect = Expect {
+        live: ["a".to_string()].into(),
+        one_sandbox: true,
+    };
+    let baseline = good.baseline(&["a".into()]);
+    assert_eq!(good.violations(&expect, &baseline), Vec::<String>::new());
+
+    // A duplicate ready sandbox whose container now runs instead (a restart).
+    let mut dup = good.clone();
+    dup.sandboxes.push(sandbox("s2", "a"));
+    dup.containers[0].running = false;
+    dup.containers.push(container("c2", "s2", "a"));
+    dup.pods[0].statuses = vec![StatusView {
+        restart_count: 1,
+        ..status("c2")
+    }];
+    let v = dup.violations(&expect, &baseline).join("\n");
+    for want in [
+        "2 ready sandboxes",
+        "2 sandboxes (any state)",
+        "restarted or lost",
+        "restartCount 1",
+    ] {
+        assert!(v.contains(want), "{want:?} missing from:\n{v}");
+    }
+
+    // The API lags behind the runtime, and a removed pod still runs.
+    let mut stale = good.clone();
+    stale.pods[0].statuses = vec![status("old")];
+    stale.sandboxes.push(sandbox("s9", "gone"));
+    stale.containers.push(container("c9", "s9", "gone"));
+    let v = stale.violations(&expect, &Baseline::new()).join("\n");
+    for want in ["a/app: API", "sandbox s9 of gone", "container c9 app of uid gone"] {
+        assert!(v.contains(want), "{want:?} missing from:\n{v}");
+    }
+}
