@@ -81,6 +81,9 @@ struct ActionResult {
     error: Option<MirrorError>,
 }
 
+/// Deadline of one mirror pod action (GET node + DELETE/POST).
+pub const MIRROR_ACTION_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 async fn run_action(
     client: Client,
     action: MirrorAction,
@@ -208,6 +211,20 @@ impl MirrorPodManager {
                 self.deps.node_name.clone(),
                 self.node_uid.clone(),
             );
+            // Every action has a deadline: a call that hangs (an API server
+            // still starting) must not hold the name's slot for minutes.
+            let full_name = name.clone();
+            let fut = async move {
+                tokio::time::timeout(MIRROR_ACTION_DEADLINE, fut)
+                    .await
+                    .unwrap_or_else(|_| ActionResult {
+                        error: Some(MirrorError::Timeout {
+                            full_name,
+                            after: MIRROR_ACTION_DEADLINE,
+                        }),
+                        ..ActionResult::default()
+                    })
+            };
             ctx.spawn(fut.into_actor(self).map(move |res, act, _ctx| act.finished(name, res)));
         }
     }

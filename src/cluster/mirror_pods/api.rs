@@ -47,6 +47,15 @@ pub enum MirrorError {
         #[source]
         source: kube::Error,
     },
+    /// The API server did not answer in time (the call is abandoned; both
+    /// actions can be repeated safely, so the next sync retries).
+    #[error("mirror pod {full_name}: no answer from the API server within {after:?}")]
+    Timeout {
+        /// `namespace/name`.
+        full_name: String,
+        /// The deadline.
+        after: std::time::Duration,
+    },
 }
 
 impl MirrorError {
