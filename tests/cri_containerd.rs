@@ -478,10 +478,20 @@ async fn client_deadline_on_containerd() {
     .await
     .unwrap();
     let short = CriClient::new(&ep, Duration::from_millis(500)).unwrap();
+    // ExecSync without a command timeout has no deadline (upstream): it
+    // outlives the 0.5 s request timeout.
+    let unbounded = v1::ExecSyncRequest {
+        container_id: c.clone(),
+        cmd: vec!["sleep".into(), "1".into()],
+        timeout: 0,
+    };
+    let done = short.exec_sync(unbounded).await;
+    assert!(done.is_ok(), "no deadline without a command timeout: {done:?}");
+    // With one, the call is bounded by request timeout + command timeout.
     let req = v1::ExecSyncRequest {
         container_id: c,
-        cmd: vec!["sleep".into(), "3".into()],
-        timeout: 0,
+        cmd: vec!["sleep".into(), "5".into()],
+        timeout: 1,
     };
     let err = short.exec_sync(req).await.unwrap_err();
     let _ = rt
