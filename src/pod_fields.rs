@@ -229,8 +229,7 @@ pub fn unsupported_fields(pod: &Pod) -> Vec<String> {
         for (name, c) in named(spec.get(list)) {
             let at = format!("spec.{list}[{name}]");
             walk(c, CONTAINER, &at, &mut out);
-            if c
-                .get("terminationMessagePath")
+            if c.get("terminationMessagePath")
                 .and_then(Value::as_str)
                 .is_some_and(|p| p != "/dev/termination-log")
             {
@@ -296,21 +295,68 @@ mod tests {
     fn sample(k: &str) -> Value {
         use serde_json::json;
         match k {
-            "activeDeadlineSeconds" | "priority" | "terminationGracePeriodSeconds" | "fsGroup" | "runAsGroup"
+            "activeDeadlineSeconds"
+            | "priority"
+            | "terminationGracePeriodSeconds"
+            | "fsGroup"
+            | "runAsGroup"
             | "runAsUser" => json!(1),
-            "automountServiceAccountToken" | "enableServiceLinks" | "hostIPC" | "hostNetwork" | "hostPID"
-            | "hostUsers" | "setHostnameAsFQDN" | "shareProcessNamespace" | "stdin" | "stdinOnce" | "tty"
-            | "allowPrivilegeEscalation" | "privileged" | "readOnlyRootFilesystem" | "runAsNonRoot" => json!(true),
+            "automountServiceAccountToken"
+            | "enableServiceLinks"
+            | "hostIPC"
+            | "hostNetwork"
+            | "hostPID"
+            | "hostUsers"
+            | "setHostnameAsFQDN"
+            | "shareProcessNamespace"
+            | "stdin"
+            | "stdinOnce"
+            | "tty"
+            | "allowPrivilegeEscalation"
+            | "privileged"
+            | "readOnlyRootFilesystem"
+            | "runAsNonRoot" => json!(true),
             "args" | "command" => json!(["x"]),
-            "containers" | "initContainers" | "ephemeralContainers" | "env" | "envFrom" | "ports"
-            | "volumeMounts" | "volumeDevices" | "resizePolicy" | "hostAliases" | "imagePullSecrets"
-            | "readinessGates" | "resourceClaims" | "schedulingGates" | "tolerations" | "topologySpreadConstraints"
-            | "volumes" | "sysctls" | "supplementalGroups" => json!([]),
+            "containers"
+            | "initContainers"
+            | "ephemeralContainers"
+            | "env"
+            | "envFrom"
+            | "ports"
+            | "volumeMounts"
+            | "volumeDevices"
+            | "resizePolicy"
+            | "hostAliases"
+            | "imagePullSecrets"
+            | "readinessGates"
+            | "resourceClaims"
+            | "schedulingGates"
+            | "tolerations"
+            | "topologySpreadConstraints"
+            | "volumes"
+            | "sysctls"
+            | "supplementalGroups" => json!([]),
             "nodeSelector" | "overhead" => json!({}),
-            "dnsPolicy" | "hostname" | "image" | "imagePullPolicy" | "name" | "nodeName" | "preemptionPolicy"
-            | "priorityClassName" | "restartPolicy" | "runtimeClassName" | "schedulerName" | "serviceAccount"
-            | "serviceAccountName" | "subdomain" | "terminationMessagePath" | "terminationMessagePolicy"
-            | "workingDir" | "fsGroupChangePolicy" | "procMount" | "seLinuxChangePolicy"
+            "dnsPolicy"
+            | "hostname"
+            | "image"
+            | "imagePullPolicy"
+            | "name"
+            | "nodeName"
+            | "preemptionPolicy"
+            | "priorityClassName"
+            | "restartPolicy"
+            | "runtimeClassName"
+            | "schedulerName"
+            | "serviceAccount"
+            | "serviceAccountName"
+            | "subdomain"
+            | "terminationMessagePath"
+            | "terminationMessagePolicy"
+            | "workingDir"
+            | "fsGroupChangePolicy"
+            | "procMount"
+            | "seLinuxChangePolicy"
             | "supplementalGroupsPolicy" => json!("x"),
             "os" => json!({"name": "linux"}),
             "seccompProfile" | "appArmorProfile" => json!({"type": "RuntimeDefault"}),
@@ -349,11 +395,17 @@ mod tests {
         let pod: Pod = serde_json::from_value(raw.clone()).expect("decodes");
         let back = serde_json::to_value(pod.spec.as_ref().expect("spec")).expect("encodes");
         for (key, _) in POD_SPEC {
-            assert!(back.get(*key).is_some(), "PodSpec.{key} is not a field k8s-openapi knows");
+            assert!(
+                back.get(*key).is_some(),
+                "PodSpec.{key} is not a field k8s-openapi knows"
+            );
         }
         let c = &back["containers"][0];
         for (key, _) in CONTAINER {
-            assert!(c.get(*key).is_some(), "Container.{key} is not a field k8s-openapi knows");
+            assert!(
+                c.get(*key).is_some(),
+                "Container.{key} is not a field k8s-openapi knows"
+            );
         }
         for (key, _) in SECURITY_CONTEXT {
             assert!(c["securityContext"].get(*key).is_some(), "SecurityContext.{key}");
@@ -369,7 +421,10 @@ mod tests {
             .filter(|k| *k != "name")
             .collect();
         for (key, _) in VOLUME_SOURCES {
-            assert!(kept_sources.contains(key), "volume source {key} is not known to k8s-openapi");
+            assert!(
+                kept_sources.contains(key),
+                "volume source {key} is not known to k8s-openapi"
+            );
         }
     }
 
@@ -383,9 +438,15 @@ mod tests {
         for path in &reported {
             let last = path.rsplit('.').next().unwrap_or_default();
             let key = last.split([' ', '=']).next().unwrap_or_default();
-            let known = [POD_SPEC, CONTAINER, POD_SECURITY_CONTEXT, SECURITY_CONTEXT, VOLUME_SOURCES]
-                .iter()
-                .any(|t| not_yet(t, key))
+            let known = [
+                POD_SPEC,
+                CONTAINER,
+                POD_SECURITY_CONTEXT,
+                SECURITY_CONTEXT,
+                VOLUME_SOURCES,
+            ]
+            .iter()
+            .any(|t| not_yet(t, key))
                 || matches!(key, "hostUsers" | "terminationMessagePath" | "terminationMessagePolicy");
             assert!(known, "{path} reported but not NotYet in a table");
         }

@@ -236,8 +236,10 @@ pub fn overlay(
         "--authorization-webhook-cache-unauthorized-ttl",
     ) {
         let authz = kc.authorization.get_or_insert_with(Default::default);
-        authz.webhook.get_or_insert_with(Default::default).cache_unauthorized_ttl =
-            Some(secs(flags.authorization_webhook_cache_unauthorized_ttl));
+        authz
+            .webhook
+            .get_or_insert_with(Default::default)
+            .cache_unauthorized_ttl = Some(secs(flags.authorization_webhook_cache_unauthorized_ttl));
     }
 }
 

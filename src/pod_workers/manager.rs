@@ -35,8 +35,8 @@ use crate::actors::supervisor::{
 };
 use crate::cluster::mirror_index::full_name;
 use crate::messages::PodUid;
-use crate::messages::pod_work::{SyncFinished, UpdatePod, UpdateType, WorkerState};
 use crate::messages::event::EventType;
+use crate::messages::pod_work::{SyncFinished, UpdatePod, UpdateType, WorkerState};
 use crate::pod_fields::{self, UNSUPPORTED_FIELD_REASON, unsupported_fields};
 use crate::pod_manager::{format_pod, pod_uid};
 use crate::status::pod_predicates::is_static_pod;
