@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
             for pod in pods {
                 let source = pod.metadata.annotations.as_ref().and_then(|a| a.get("kubernetes.io/config.source"));
                 assert_eq!(source.map(String::as_str), Some("http"));
-                assert!(pod.spec.and_then(|s| s.tolerations).is_none(), "http pods get no toleration");
+                assert_eq!(pod.spec.and_then(|s| s.node_name).as_deref(), Some("node-1"));
             }
         }
         Err(Error::Read { origin, .. }) => {
