@@ -13,6 +13,7 @@
 # 4. with KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd; default
 #    ../shared/envtest/bin when that exists, as .ci/run sets it) the
 #    *_on_envtest tests run against a real API server; without it they say SKIPPED.
+# 5. with cargo-fuzz installed, every fuzz target runs a few seconds (hack/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -58,3 +59,12 @@ cargo run --locked --quiet --example own_runtime
 
 step "cargo doc (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features testing
+
+# Optional: a short run of every fuzz target (fuzz/, hack/fuzz.sh) when
+# cargo-fuzz is installed; ACTLET_FUZZ_SECONDS per target (default 5).
+if cargo fuzz --version >/dev/null 2>&1; then
+    step "fuzz: every target for ${ACTLET_FUZZ_SECONDS:-5} s (hack/fuzz.sh)"
+    hack/fuzz.sh "${ACTLET_FUZZ_SECONDS:-5}"
+else
+    echo "NOTE: cargo-fuzz not installed: fuzz targets not run (cargo install cargo-fuzz --locked; hack/fuzz.sh)" >&2
+fi

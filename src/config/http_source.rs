@@ -176,13 +176,7 @@ impl HttpSource {
             if body.is_empty() {
                 return Ok(None);
             }
-            let load = move || match String::from_utf8(body) {
-                Ok(text) => load_static_pods(&text, ManifestOrigin::Url(&url), &node_name),
-                Err(e) => Err(manifest::Error::Read {
-                    origin: url.clone(),
-                    reason: e.to_string(),
-                }),
-            };
+            let load = move || load_body(body, &url, &node_name);
             tokio::task::spawn_blocking(load)
                 .await
                 .map(Some)
@@ -220,6 +214,26 @@ impl HttpSource {
         if let Err(e) = self.out.do_send(snapshot) {
             tracing::warn!(error = %e, "cannot deliver http source snapshot; the next poll retries");
         }
+    }
+}
+
+/// Loads a non-empty `staticPodURL` body: UTF-8, then [`load_static_pods`]
+/// (the fuzz target `http_source_body` drives this).
+///
+/// ```
+/// use actlet::config::http_source::load_body;
+/// let body = b"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}";
+/// let pods = load_body(body.to_vec(), "http://config/pods", "node-1").unwrap();
+/// assert_eq!(pods[0].metadata.name.as_deref(), Some("web-node-1"));
+/// assert!(load_body(vec![0xff], "http://config/pods", "node-1").is_err());
+/// ```
+pub fn load_body(body: Vec<u8>, url: &str, node_name: &str) -> manifest::Result<Vec<Pod>> {
+    match String::from_utf8(body) {
+        Ok(text) => load_static_pods(&text, ManifestOrigin::Url(url), node_name),
+        Err(e) => Err(manifest::Error::Read {
+            origin: url.to_owned(),
+            reason: e.to_string(),
+        }),
     }
 }
 

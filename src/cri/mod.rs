@@ -10,6 +10,8 @@
 //! - [`mock::MockRuntime`]: an in-process runtime faithful to containerd's
 //!   observable behaviour, scriptable and with fault injection.
 
+#[doc(hidden)]
+pub mod authority;
 pub mod client;
 pub mod conformance;
 mod error;

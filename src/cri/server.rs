@@ -2,14 +2,19 @@
 //!
 //! `actlet mock-cri --listen unix:///path` uses this to expose the mock
 //! runtime, so that the real tonic client (and `crictl`) can be tested
-//! against it; an embedder can serve its own runtime the same way.
+//! against it; an embedder can serve its own runtime the same way. Every
+//! connection is read through [`super::authority`], so gRPC clients that send
+//! the socket path as `:authority` (grpc-go in Kubernetes < 1.26, grpcio,
+//! grpc-java), which h2 alone rejects with `PROTOCOL_ERROR`, are served too.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
 
+use super::authority::AuthorityFixingStream;
 use super::runtime::{Runtime, cri_calls};
 use super::v1::image_service_server::{ImageService, ImageServiceServer};
 use super::v1::runtime_service_server::{RuntimeService, RuntimeServiceServer};
@@ -90,7 +95,11 @@ impl<R: Runtime + ?Sized> CriServer<R> {
         tonic::transport::Server::builder()
             .add_service(RuntimeServiceServer::new(self.clone()))
             .add_service(ImageServiceServer::new(self))
-            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+            // Clients that send the socket path as :authority get served too.
+            .serve_with_incoming_shutdown(
+                UnixListenerStream::new(listener).map(|conn| conn.map(AuthorityFixingStream::new)),
+                shutdown,
+            )
             .await
             .map_err(ServeError::Transport)
     }
