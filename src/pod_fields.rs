@@ -189,7 +189,7 @@ fn walk(obj: &Map<String, Value>, table: &[(&str, Support)], at: &str, out: &mut
     }
 }
 
-fn named<'a>(list: Option<&'a Value>) -> impl Iterator<Item = (&'a str, &'a Map<String, Value>)> {
+fn named(list: Option<&Value>) -> impl Iterator<Item = (&str, &Map<String, Value>)> {
     list.and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -285,10 +285,18 @@ mod tests {
         spec.insert("securityContext".into(), Value::Object(obj(POD_SECURITY_CONTEXT, &[])));
         let volumes = VOLUME_SOURCES
             .iter()
-            .map(|(k, _)| serde_json::json!({"name": format!("v-{k}"), *k: sample(k)}))
+            .map(|(k, _)| serde_json::json!({"name": format!("v-{k}"), *k: volume_sample(k)}))
             .collect();
         spec.insert("volumes".into(), Value::Array(volumes));
         serde_json::json!({"metadata": {"name": "all"}, "spec": spec})
+    }
+
+    /// A value of the right JSON shape for volume source `k`.
+    fn volume_sample(k: &str) -> Value {
+        match k {
+            "image" => serde_json::json!({"reference": "x"}),
+            _ => sample(k),
+        }
     }
 
     /// A value of the right JSON shape for field `k`.
