@@ -219,15 +219,16 @@ fn kubeadm_config_is_accepted_with_one_warning_per_unhonoured_setting() {
         "unix:///run/containerd/containerd.sock"
     );
     let named: BTreeSet<&str> = r.warnings.iter().map(|w| w.split(':').next().unwrap()).collect();
-    let expected: BTreeSet<&str> = [
-        "authentication",
-        "cgroupDriver",
-        "clusterDNS",
-        "clusterDomain",
-        "resolvConf",
-        "rotateCertificates",
-    ]
-    .into();
+    let expected: BTreeSet<&str> = ["cgroupDriver", "resolvConf", "rotateCertificates"].into();
+    // honoured: the API server's auth and the cluster DNS
+    assert!(!r.flags.anonymous_auth && r.flags.authentication_token_webhook);
+    assert_eq!(r.flags.authorization_mode, "Webhook");
+    assert_eq!(
+        r.flags.client_ca_file.as_deref(),
+        Some(Path::new("/etc/kubernetes/pki/ca.crt"))
+    );
+    assert_eq!(r.flags.cluster_dns, ["10.96.0.10"]);
+    assert_eq!(r.flags.cluster_domain, "cluster.local");
     assert_eq!(named, expected, "{:#?}", r.warnings);
     assert_eq!(r.warnings.len(), expected.len(), "one warning each");
 }
@@ -244,8 +245,9 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
     assert_eq!(config.read_only_addr.unwrap().port(), 10255);
     assert_eq!(config.kube_reserved.memory_bytes, 256 << 20);
     let named: BTreeSet<&str> = r.warnings.iter().map(|w| w.split(':').next().unwrap()).collect();
+    assert_eq!(r.flags.authorization_mode, "Webhook");
+    assert!(!r.flags.anonymous_auth);
     for field in [
-        "authentication",
         "cgroupDriver",
         "volumePluginDir",
         "evictionHard",
@@ -256,6 +258,8 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
         assert!(named.contains(field), "{field} warned: {:#?}", r.warnings);
     }
     for honoured_or_default in [
+        "authentication",
+        "clusterDNS",
         "readOnlyPort",
         "kubeAPIQPS",
         "maxPods",

@@ -25,7 +25,19 @@ fn fixture(name: &str) -> PathBuf {
 fn starts_healthy<T>(config: &Path, extra: &[String], check: impl FnOnce() -> T) -> (String, T) {
     let tmp = tempfile::tempdir().unwrap();
     let (_cri, endpoint) = mock_cri(tmp.path());
-    let mut args = vec![format!("--config={}", config.display())];
+    // Both files name the cluster CA at /etc/kubernetes/pki/ca.crt, which a
+    // real node has; here a CA of the test's own stands in (a flag, as the
+    // node's kubeadm-flags.env would), and the API port is a free one.
+    let ca = tmp.path().join("ca.crt");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
+    let mut args = vec![
+        format!("--config={}", config.display()),
+        format!("--client-ca-file={}", ca.display()),
+        format!("--port={}", free_port()),
+    ];
     args.extend_from_slice(extra);
     let mut actlet = Actlet::start(tmp.path(), "config-ref", &endpoint, &args);
     actlet.wait_healthy(Duration::from_secs(30));
