@@ -348,7 +348,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// for _ in 0..5 {
     ///     healthz.do_send(Crash).unwrap();
     /// }
-    /// tokio::time::sleep(Duration::from_secs(120)).await;
+    /// tokio::time::sleep(Duration::from_secs(40)).await; // retried every 10 s meanwhile
     /// let info = root.tree().get("root/healthz").unwrap();
     /// assert!(info.exhausted, "reported, retried later");
     /// assert_eq!(root.exit_reason(), None, "the root did not escalate");
