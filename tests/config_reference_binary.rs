@@ -27,7 +27,10 @@ fn starts_healthy<T>(config: &Path, extra: &[String], check: impl FnOnce() -> T)
     let (_cri, endpoint) = mock_cri(tmp.path());
     // Both files name the cluster CA at /etc/kubernetes/pki/ca.crt, which a
     // real node has; here a CA of the test's own stands in (a flag, as the
-    // node's kubeadm-flags.env would), and the API port is a free one.
+    // node's kubeadm-flags.env would). Both turn on webhook authn/authz,
+    // which need an API server client (upstream refuses to start without one
+    // too); with no API server here, flags turn them off, and the API port
+    // is a free one.
     let ca = tmp.path().join("ca.crt");
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -37,6 +40,8 @@ fn starts_healthy<T>(config: &Path, extra: &[String], check: impl FnOnce() -> T)
         format!("--config={}", config.display()),
         format!("--client-ca-file={}", ca.display()),
         format!("--port={}", free_port()),
+        "--authentication-token-webhook=false".to_string(),
+        "--authorization-mode=AlwaysAllow".to_string(),
     ];
     args.extend_from_slice(extra);
     let mut actlet = Actlet::start(tmp.path(), "config-ref", &endpoint, &args);
