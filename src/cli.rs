@@ -166,7 +166,7 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "PORT", default_value_t = 10250)]
     pub port: u16,
 
-    /// Serving certificate of the kubelet API (tlsCertFile); without it a self-signed one in <root-dir>/pki.
+    /// Serving certificate of the kubelet API (tlsCertFile); without it a self-signed one in `<root-dir>/pki`.
     #[arg(long, value_name = "FILE")]
     pub tls_cert_file: Option<PathBuf>,
 

@@ -6,10 +6,10 @@
 //! The tables below list every field of `PodSpec`, `Container`,
 //! `PodSecurityContext`, `SecurityContext` and every volume source, each
 //! with how actlet treats it:
-//! - [`Support::Honoured`]: implemented;
-//! - [`Support::NotKubelet`]: acted on by the scheduler or the API server,
+//! - [`Support::Honoured`] — implemented;
+//! - [`Support::NotKubelet`] — acted on by the scheduler or the API server,
 //!   not by a kubelet (or nothing to do until a value asks for it);
-//! - [`Support::NotYet`]: a kubelet behaviour actlet does not have yet —
+//! - [`Support::NotYet`] — a kubelet behaviour actlet does not have yet —
 //!   reported.
 //!
 //! A field found in a pod that is in no table (a newer API) is reported too.

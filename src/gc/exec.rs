@@ -1,6 +1,6 @@
 //! Carrying out GC decisions through the CRI and the filesystem.
 //!
-//! Every batch of removals runs as its own task ([`detached`]): the actor
+//! Every batch of removals runs as its own task (`detached`): the actor
 //! awaits it, but when the actor stops or panics the removals in flight
 //! carry on to their end (a CRI mutation is never cancelled), still holding
 //! the round lock so no successor round overlaps them.
