@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use crate::kuberuntime::quantity::ParsedQuantity;
+use crate::quantity::ParsedQuantity;
 
 /// What this node can give to pods.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,8 @@
 //! - [`ActletBuilder`] / [`embed`] — assemble and start the system from a
 //!   runtime, pod sources and observers; [`Kubelet`] — the handle to query
 //!   and stop it; [`KubeletConfig`] / [`kubelet`] — settings with upstream
-//!   names;
+//!   names; [`clock::WallClock`] — the one wall clock every timestamp is
+//!   read against (swap it for a virtual one in tests);
 //! - [`PodSource`] — your own pod source; [`cri::Runtime`] — your own
 //!   runtime; [`cri::CriClient`](cri::client::CriClient) — containerd;
 //!   [`cri::mock`] — the scriptable mock runtime;
@@ -37,6 +38,7 @@ pub mod actors;
 pub mod admission;
 #[doc(hidden)]
 pub mod cli;
+pub mod clock;
 pub mod cluster;
 #[doc(hidden)]
 pub mod config;
@@ -63,6 +65,8 @@ pub mod pod_workers;
 pub mod prober;
 #[doc(hidden)]
 pub mod process;
+#[doc(hidden)]
+pub mod quantity;
 #[doc(hidden)]
 pub mod runtime_health;
 #[doc(hidden)]

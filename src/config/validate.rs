@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::kuberuntime::quantity::ParsedQuantity;
+use crate::quantity::ParsedQuantity;
 
 /// One invalid field (upstream `field.Error`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -7,8 +7,6 @@
 //! node, node-lease, api-source, mirror-pods   after pod-config
 //! ```
 
-use std::sync::Arc;
-
 use kube::Client;
 use tokio::sync::watch;
 
@@ -81,8 +79,7 @@ pub(super) fn early(
         cache.clone(),
         mirror_pods.clone(),
     );
-    let clock = config.wall_clock.clone();
-    deps.clock = Arc::new(move || clock.now());
+    deps.clock = config.wall_clock.clone();
     let syncer = ChildSpec::new("status-syncer", move || StatusSyncer::new(deps.clone()));
     let status_sink = StatusSyncSink::new(syncer.child_ref().recipient());
     Early {

@@ -22,6 +22,8 @@ use crate::sync_loop::SyncLoopConfig;
 /// assert_eq!(err.field, "--max-pods");
 /// assert_eq!(err.to_string(), "invalid --max-pods: 0 must be at least 1");
 /// ```
+pub use crate::clock::WallClock;
+
 #[derive(Debug, thiserror::Error)]
 #[error("invalid {field}: {reason}")]
 pub struct ConfigError {
@@ -29,59 +31,6 @@ pub struct ConfigError {
     pub field: &'static str,
     /// Why.
     pub reason: String,
-}
-
-/// The wall clock API timestamps and runtime times are read against: the
-/// system clock, or (tests) a virtual one such as the mock runtime's.
-///
-/// ```
-/// use std::sync::Arc;
-/// use actlet::kubelet::WallClock;
-/// use k8s_openapi::jiff::Timestamp;
-/// // a frozen clock, e.g. for reproducible status timestamps in tests
-/// let t = Timestamp::from_second(1_700_000_000).unwrap();
-/// let clock = WallClock(Arc::new(move || t));
-/// assert_eq!(clock.now(), t);
-/// let mut config = actlet::KubeletConfig::new("node-a");
-/// config.wall_clock = clock;
-/// ```
-#[derive(Clone)]
-pub struct WallClock(pub std::sync::Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>);
-
-impl WallClock {
-    /// The system clock.
-    ///
-    /// ```
-    /// use actlet::kubelet::WallClock;
-    /// let now = WallClock::system().now();
-    /// assert!(now > k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-    /// ```
-    pub fn system() -> Self {
-        Self(std::sync::Arc::new(crate::kuberuntime::convert::system_now))
-    }
-
-    /// The current time.
-    ///
-    /// ```
-    /// let clock = actlet::kubelet::WallClock::default(); // the system clock
-    /// let (a, b) = (clock.now(), clock.now());
-    /// assert!(a <= b);
-    /// ```
-    pub fn now(&self) -> k8s_openapi::jiff::Timestamp {
-        (self.0)()
-    }
-}
-
-impl Default for WallClock {
-    fn default() -> Self {
-        Self::system()
-    }
-}
-
-impl std::fmt::Debug for WallClock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WallClock")
-    }
 }
 
 /// Settings of an assembled kubelet.

@@ -47,13 +47,13 @@ use crate::config::{
 };
 use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
-use crate::kuberuntime::quantity::ParsedQuantity;
 use crate::kuberuntime::{RuntimeManager, RuntimeManagerConfig};
 use crate::messages::pod_update::PodSource;
 use crate::messages::pod_work::SyncFinished;
 use crate::pleg::{Pleg, PlegHealthHandle, PodCache};
 use crate::pod_manager::PodManager;
 use crate::pod_workers::{PodSyncStatuses, PodWorkers, WorkerDeps};
+use crate::quantity::ParsedQuantity;
 use crate::runtime_health::RuntimeHealth;
 use crate::server::actor::Routes;
 use crate::server::routes::sync_loop_threshold;
@@ -311,7 +311,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         status_manager: status_ref.recipient(),
         host_ip: node_ip.clone(),
         runtime_name: config.runtime_name.clone(),
-        wall_clock: config.wall_clock.0.clone(),
+        wall_clock: config.wall_clock.clone(),
         probes: probe_store.clone(),
         volumes: volumes.handle.clone(),
     };
@@ -370,7 +370,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         runtime: runtime.clone(),
         events: events.clone(),
         results: Some(sync_ref.recipient()),
-        wall_clock: config.wall_clock.0.clone(),
+        wall_clock: config.wall_clock.clone(),
         started,
     };
     let (probe_workers, prober) = crate::prober::tree_children(prober_deps);

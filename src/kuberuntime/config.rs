@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::dns::HostDns;
 use super::env::EnvContext;
-use super::quantity::ParsedQuantity;
+use crate::quantity::ParsedQuantity;
 
 /// Upstream's pod logs root (`podLogsDir`).
 pub const DEFAULT_POD_LOGS_DIR: &str = "/var/log/pods";

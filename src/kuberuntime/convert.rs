@@ -34,20 +34,7 @@ pub fn timestamp_from_nanos(nanos: i64) -> Option<Timestamp> {
         .flatten()
 }
 
-/// A `SystemTime` as a `Timestamp` (jiff's own conversion needs its `std`
-/// feature, which k8s-openapi does not enable). Saturates at the epoch.
-pub fn timestamp_from_system_time(t: std::time::SystemTime) -> Timestamp {
-    let nanos = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    Timestamp::from_nanosecond(i128::try_from(nanos).unwrap_or(0)).unwrap_or(Timestamp::UNIX_EPOCH)
-}
-
-/// The system clock as a `Timestamp`.
-pub fn system_now() -> Timestamp {
-    timestamp_from_system_time(std::time::SystemTime::now())
-}
+pub use crate::clock::{system_now, timestamp_from_system_time};
 
 fn created(nanos: i64) -> Timestamp {
     timestamp_from_nanos(nanos).unwrap_or(Timestamp::UNIX_EPOCH)

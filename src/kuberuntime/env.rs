@@ -26,7 +26,7 @@ use k8s_openapi::api::core::v1::{Container, ObjectFieldSelector, Pod, ResourceFi
 
 use super::expansion::expand;
 use super::qos;
-use super::quantity::ParsedQuantity;
+use crate::quantity::ParsedQuantity;
 pub use crate::volumes::env_objects::EnvObjects;
 use crate::volumes::objects::ObjectError;
 

@@ -20,7 +20,6 @@
 //! [`RuntimeManager::with_events`] (default: disabled, only logged).
 
 use std::fmt;
-use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
@@ -34,9 +33,6 @@ use crate::events::{EventRecorder, container_field_path};
 use crate::messages::PodUid;
 use crate::messages::event::EventType;
 
-/// The wall clock the runtime's timestamps are read against.
-pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
 /// Runs pods on a CRI runtime.
 pub struct RuntimeManager {
     pub(crate) runtime: SharedRuntime,
@@ -45,7 +41,7 @@ pub struct RuntimeManager {
     pub(crate) image_backoff: Backoff,
     pub(crate) pull_lock: tokio::sync::Mutex<()>,
     pub(crate) events: EventRecorder,
-    wall_clock: WallClock,
+    wall_clock: crate::clock::WallClock,
 }
 
 impl fmt::Debug for RuntimeManager {
@@ -68,7 +64,7 @@ impl RuntimeManager {
             image_backoff: Backoff::default(),
             pull_lock: tokio::sync::Mutex::new(()),
             events: EventRecorder::disabled(),
-            wall_clock: Arc::new(convert::system_now),
+            wall_clock: crate::clock::WallClock::system(),
         }
     }
 
@@ -100,7 +96,7 @@ impl RuntimeManager {
     /// Reads the runtime's timestamps against `clock` (e.g. the mock
     /// runtime's virtual clock in tests) instead of the system clock.
     pub fn with_wall_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
-        self.wall_clock = Arc::new(clock);
+        self.wall_clock = crate::clock::WallClock::from_fn(clock);
         self
     }
 
@@ -140,7 +136,7 @@ impl RuntimeManager {
     /// (clamped to now for timestamps in the future).
     pub(crate) fn instant_of(&self, ts: Timestamp) -> Instant {
         let now = Instant::now();
-        let ago = (self.wall_clock)().as_nanosecond() - ts.as_nanosecond();
+        let ago = self.wall_clock.now().as_nanosecond() - ts.as_nanosecond();
         let ago = std::time::Duration::from_nanos(u64::try_from(ago.max(0)).unwrap_or(u64::MAX));
         now.checked_sub(ago).unwrap_or(now)
     }
@@ -243,7 +239,7 @@ mod tests {
     async fn runtime_timestamps_map_onto_the_monotonic_clock() {
         let base = convert::system_now();
         let start = Instant::now();
-        let m = RuntimeManager::new(Arc::new(MockRuntime::new()), RuntimeManagerConfig::default())
+        let m = RuntimeManager::new(std::sync::Arc::new(MockRuntime::new()), RuntimeManagerConfig::default())
             .with_wall_clock(move || base + start.elapsed());
         tokio::time::advance(Duration::from_secs(100)).await;
         let ten_ago = base + Duration::from_secs(90);

@@ -8,7 +8,7 @@
 //! Pure decisions live in plain modules, each tested on its own:
 //! - [`actions`]: `computePodActions` — what a sync must do;
 //! - [`sandbox_config`], [`container_config`], [`dns`], [`env`](mod@env),
-//!   [`expansion`], [`security_context`], [`qos`], [`quantity`]: pod and
+//!   [`expansion`], [`security_context`], [`qos`]: pod and
 //!   container → CRI configs;
 //! - [`labels`], [`hash`]: what the kubelet writes on CRI objects and reads back;
 //! - [`convert`], [`pod_status`]: CRI answers → the runtime's view of a pod;
@@ -36,7 +36,6 @@ pub mod labels;
 pub mod manager;
 pub mod pod_status;
 pub mod qos;
-pub mod quantity;
 pub mod restart_rules;
 pub mod sandbox_config;
 pub mod security_context;

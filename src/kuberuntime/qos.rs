@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::quantity::ParsedQuantity;
 use crate::cri::v1::LinuxContainerResources;
+use crate::quantity::ParsedQuantity;
 
 /// Upstream `v1.PodQOSClass`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::jiff::Timestamp;
-
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::kuberuntime::RuntimeManager;
 use crate::messages::status::UpdatePodStatus;
@@ -30,7 +28,7 @@ pub struct WorkerDeps {
     /// Prefix of container IDs in the API status (`containerd://…`).
     pub runtime_name: String,
     /// Wall clock for API timestamps.
-    pub wall_clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+    pub wall_clock: crate::clock::WallClock,
     /// Probe results (readiness, started, liveness/startup failures).
     pub probes: crate::prober::store::ProbeStore,
     /// The volume manager (waits for a pod's volumes before its sync).

@@ -136,7 +136,7 @@ pub fn publish_status(
             reason: k.reason.clone(),
             message: k.message.clone(),
         }),
-        ..StatusInput::new(pod, runtime, (deps.wall_clock)())
+        ..StatusInput::new(pod, runtime, deps.wall_clock.now())
     };
     let status = generate_api_pod_status(&input);
     if let Err(e) = deps.status_manager.do_send(UpdatePodStatus {

@@ -20,7 +20,7 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
         status_manager: SupervisedRecipient::from_fn(|_| {}),
         host_ip: None,
         runtime_name: "mock".into(),
-        wall_clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+        wall_clock: crate::clock::WallClock::system(),
         probes: Default::default(),
         volumes: crate::volumes::VolumeHandle::disabled(),
     }

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus, Probe};
-use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::handlers::{self, Answer, Raw, Target};
@@ -49,7 +48,7 @@ pub struct ProberDeps {
     /// Where result changes go (the sync loop).
     pub results: Option<SupervisedRecipient<ProbeResult>>,
     /// Wall clock (container start times are wall-clock timestamps).
-    pub wall_clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+    pub wall_clock: crate::clock::WallClock,
     /// When the kubelet started (first probes are jittered while it is young).
     pub started: Instant,
 }
@@ -132,7 +131,7 @@ impl ProbeWorker {
             .map(|id| bare_id(id).to_string());
         let state = cs.and_then(|c| c.state.as_ref());
         let running_for = state.and_then(|s| s.running.as_ref()).map(|r| {
-            let now = (self.deps.wall_clock)();
+            let now = self.deps.wall_clock.now();
             r.started_at
                 .as_ref()
                 .map_or(0, |t| now.duration_since(t.0).as_secs().max(0))

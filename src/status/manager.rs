@@ -5,9 +5,9 @@
 //! syncer (patch `pods/status`, 10s resync) will plug in. Without a sink it
 //! runs standalone: statuses are kept and served, never sent anywhere.
 
+use crate::clock::WallClock;
 use std::fmt;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix::{Actor, Context, Handler};
 
@@ -31,23 +31,12 @@ pub trait StatusSink: Send + 'static {
     fn forgotten(&mut self, _uid: &PodUid) {}
 }
 
-/// The system clock as a [`Timestamp`] (jiff is built without `std` here).
-pub fn wall_clock() -> Timestamp {
-    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
-    let nanos = i32::try_from(since_epoch.subsec_nanos()).unwrap_or(0);
-    Timestamp::new(secs, nanos).unwrap_or(Timestamp::MAX)
-}
-
-/// A source of "now" (swappable in tests).
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
 /// The status manager actor. See the [module docs](self).
 pub struct StatusManager {
     store: StatusStore,
     subscribers: Vec<SupervisedRecipient<PodStatusChanged>>,
     sink: Option<Box<dyn StatusSink>>,
-    clock: Clock,
+    clock: WallClock,
 }
 
 impl fmt::Debug for StatusManager {
@@ -79,7 +68,7 @@ impl StatusManager {
             store: StatusStore::new(cache),
             subscribers: Vec::new(),
             sink: None,
-            clock: Arc::new(wall_clock),
+            clock: WallClock::system(),
         }
     }
 
@@ -99,7 +88,7 @@ impl StatusManager {
 
     /// Uses `clock` for start times and condition transitions.
     pub fn with_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
-        self.clock = Arc::new(clock);
+        self.clock = WallClock::from_fn(clock);
         self
     }
 
@@ -109,7 +98,7 @@ impl StatusManager {
     }
 
     fn apply(&mut self, uid: PodUid, status: PodStatus) {
-        let now = (self.clock)();
+        let now = self.clock.now();
         match self.store.apply(&uid, status, now) {
             ApplyOutcome::Unchanged => tracing::trace!(%uid, "ignoring same status"),
             ApplyOutcome::Rejected(err) => tracing::warn!(%uid, error = %err, "status update aborted"),

@@ -16,7 +16,7 @@ use super::payload::{Fetched, volume_payload};
 use super::plugin::{self, Plugin};
 use super::token::TokenManager;
 use crate::kuberuntime::env::EnvContext;
-use crate::kuberuntime::quantity::ParsedQuantity;
+use crate::quantity::ParsedQuantity;
 
 /// What setting up a volume needs.
 #[derive(Clone)]

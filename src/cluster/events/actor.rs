@@ -15,7 +15,7 @@
 //! for AlreadyExists). Meanwhile the actor keeps taking events: an API server
 //! that is down loses events, nothing else.
 
-use std::sync::Arc;
+use crate::clock::WallClock;
 use std::time::Duration;
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, WrapFuture};
@@ -28,9 +28,6 @@ use super::event_object::make_event;
 use super::outbox::{Outbox, Pushed, Write};
 use super::sink::{SendError, send};
 use crate::messages::event::RecordEvent;
-
-/// The wall clock events are stamped with.
-pub type EventClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// How failed writes are retried.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +63,7 @@ impl RetryPolicy {
 pub struct EventRecorderActor {
     client: Client,
     node_name: String,
-    clock: EventClock,
+    clock: WallClock,
     correlator: EventCorrelator,
     outbox: Outbox,
     retry: RetryPolicy,
@@ -92,7 +89,7 @@ impl EventRecorderActor {
         Self {
             client,
             node_name,
-            clock: Arc::new(Timestamp::now),
+            clock: WallClock::system(),
             correlator: EventCorrelator::default(),
             outbox: Outbox::default(),
             retry: RetryPolicy::default(),
@@ -103,7 +100,7 @@ impl EventRecorderActor {
 
     /// Stamps events with `clock` instead of the system clock (tests).
     pub fn with_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
-        self.clock = Arc::new(clock);
+        self.clock = WallClock::from_fn(clock);
         self
     }
 
@@ -201,7 +198,7 @@ impl Handler<RecordEvent> for EventRecorderActor {
     type Result = ();
 
     fn handle(&mut self, msg: RecordEvent, ctx: &mut Context<Self>) {
-        let now = (self.clock)();
+        let now = self.clock.now();
         let nanos = self.unique_nanos(now);
         let event = make_event(&msg, &self.node_name, now, nanos);
         match self.correlator.correlate(event, now) {

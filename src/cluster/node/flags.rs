@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Taint;
 
-use crate::kuberuntime::quantity::ParsedQuantity;
+use crate::quantity::ParsedQuantity;
 
 /// Resources held back from pods (`kubeReserved` or `systemReserved`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -12,12 +12,12 @@ use super::api::{SyncError, WriteOutcome, delete_pod, write_status};
 use super::logic::{
     Target, Written, backoff, can_be_deleted, could_have_running_containers, needs_sync, resolve_target,
 };
+use crate::clock::WallClock;
 use crate::cluster::mirror_index::MirrorPods;
 use crate::messages::PodUid;
 use crate::pleg::cache::PodCache;
 use crate::pod_manager::PodManager;
 use crate::status::StatusCache;
-use crate::status::manager::{Clock, wall_clock};
 
 /// What the syncer needs. Build with [`StatusSyncDeps::new`], adjust the
 /// public fields (intervals, clock) if needed.
@@ -40,7 +40,7 @@ pub struct StatusSyncDeps {
     /// Longest retry delay.
     pub max_backoff: Duration,
     /// "Now" for condition transition times.
-    pub clock: Clock,
+    pub clock: WallClock,
 }
 
 impl fmt::Debug for StatusSyncDeps {
@@ -71,7 +71,7 @@ impl StatusSyncDeps {
             resync_interval: Duration::from_secs(10),
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(10),
-            clock: std::sync::Arc::new(wall_clock),
+            clock: WallClock::system(),
         }
     }
 }
@@ -181,7 +181,7 @@ impl StatusSyncer {
             return;
         }
         let could_run = could_have_running_containers(self.deps.runtime.get(&uid).as_ref());
-        let now = (self.deps.clock)();
+        let now = self.deps.clock.now();
         let version = current.version;
         self.in_flight.insert(uid.clone());
         let fut = write_status(self.deps.client.clone(), target.clone(), current.status, could_run, now);
@@ -265,7 +265,7 @@ impl StatusSyncer {
         self.failures.retain(|u, _| known.contains(u));
         self.done.retain(|u| known.contains(u));
         self.dirty.retain(|u| known.contains(u));
-        let now = (self.deps.clock)();
+        let now = self.deps.clock.now();
         for (uid, current) in &statuses {
             if self.done.contains(uid) || self.in_flight.contains(uid) {
                 continue;
