@@ -45,6 +45,18 @@ impl RuntimePodStatus {
     pub fn running_containers(&self) -> impl Iterator<Item = &ContainerStatus> {
         self.containers.iter().filter(|c| c.state == ContainerState::Running)
     }
+
+    /// Whether anything of the pod may still run: a running container or a
+    /// ready sandbox (upstream `PodCouldHaveRunningContainers` on the runtime's
+    /// view). The one predicate housekeeping, status sync, mirror pods and
+    /// volume teardown read, through [`PodCache::could_have_running_containers`]
+    /// and [`CacheEntry::could_have_running_containers`] where they read the cache.
+    ///
+    /// [`PodCache::could_have_running_containers`]: crate::pleg::PodCache::could_have_running_containers
+    /// [`CacheEntry::could_have_running_containers`]: crate::pleg::cache::CacheEntry::could_have_running_containers
+    pub fn could_have_running_containers(&self) -> bool {
+        self.running_containers().next().is_some() || self.sandboxes.iter().any(|s| s.state == SandboxState::Ready)
+    }
 }
 
 /// Sandbox state (CRI `PodSandboxState`).

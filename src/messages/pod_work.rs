@@ -8,26 +8,64 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::PodUid;
 
-/// Upstream's `SyncPodType`.
+/// The kind of a sync (upstream's `SyncPodType` without `Kill`, which is
+/// [`PodWork::Kill`]).
 ///
 /// ```
-/// use actlet::messages::pod_work::UpdateType;
-/// let terminates = |t| t == UpdateType::Kill;
-/// assert!(terminates(UpdateType::Kill) && !terminates(UpdateType::Sync));
+/// use actlet::messages::pod_work::SyncKind;
+/// assert_ne!(SyncKind::Create, SyncKind::Sync);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UpdateType {
+pub enum SyncKind {
     /// The pod was just added.
     Create,
     /// The pod's spec or metadata changed.
     Update,
     /// Periodic or event-driven resync.
     Sync,
-    /// Terminate the pod (removed, deleted, evicted, or unwanted).
-    Kill,
 }
 
-/// How to kill a pod (with `UpdateType::Kill`).
+/// What a pod worker is asked to do: bring the pod to its spec, or
+/// terminate it. Only valid combinations are expressible: kill options
+/// exist only on a kill.
+///
+/// ```
+/// use actlet::messages::pod_work::{KillOptions, PodWork, SyncKind};
+/// let work = PodWork::Kill(KillOptions::default());
+/// assert!(work.is_kill() && !PodWork::Sync(SyncKind::Create).is_kill());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodWork {
+    /// Sync the pod (create, update or resync).
+    Sync(SyncKind),
+    /// Terminate the pod (removed, deleted, evicted, or unwanted).
+    Kill(KillOptions),
+}
+
+impl PodWork {
+    /// Whether this terminates the pod.
+    pub fn is_kill(&self) -> bool {
+        matches!(self, PodWork::Kill(_))
+    }
+
+    /// The kill options, for a kill.
+    pub fn kill_options(&self) -> Option<&KillOptions> {
+        match self {
+            PodWork::Kill(k) => Some(k),
+            PodWork::Sync(_) => None,
+        }
+    }
+
+    /// The sync kind, for a sync.
+    pub fn sync_kind(&self) -> Option<SyncKind> {
+        match self {
+            PodWork::Sync(k) => Some(*k),
+            PodWork::Kill(_) => None,
+        }
+    }
+}
+
+/// How to kill a pod (with [`PodWork::Kill`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -73,20 +111,37 @@ pub struct KillStatus {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use actlet::messages::pod_work::{KillOptions, UpdatePod, UpdateType};
+/// use actlet::messages::pod_work::{KillOptions, SyncKind, UpdatePod};
 /// let pod = Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build());
-/// let kill = UpdatePod { update_type: UpdateType::Kill, pod, kill: Some(KillOptions::default()) };
-/// assert_eq!(kill.pod.metadata.uid.as_deref(), Some("u1"));
+/// let kill = UpdatePod::kill(pod.clone(), KillOptions::default());
+/// assert!(kill.work.is_kill() && kill.pod.metadata.uid.as_deref() == Some("u1"));
+/// assert!(!UpdatePod::sync(SyncKind::Create, pod).work.is_kill());
 /// ```
 #[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct UpdatePod {
-    /// What to do.
-    pub update_type: UpdateType,
     /// The desired pod.
     pub pod: Arc<Pod>,
-    /// Kill options (for `UpdateType::Kill`).
-    pub kill: Option<KillOptions>,
+    /// What to do.
+    pub work: PodWork,
+}
+
+impl UpdatePod {
+    /// Sync `pod`.
+    pub fn sync(kind: SyncKind, pod: Arc<Pod>) -> Self {
+        Self {
+            pod,
+            work: PodWork::Sync(kind),
+        }
+    }
+
+    /// Terminate `pod` as `options` say.
+    pub fn kill(pod: Arc<Pod>, options: KillOptions) -> Self {
+        Self {
+            pod,
+            work: PodWork::Kill(options),
+        }
+    }
 }
 
 /// PodWorker → PodWorkers/SyncLoop: a sync finished.

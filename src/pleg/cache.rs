@@ -34,6 +34,18 @@ pub struct CacheEntry {
     pub modified: Instant,
 }
 
+impl CacheEntry {
+    /// Whether the pod may still have running containers: by its status
+    /// ([`RuntimePodStatus::could_have_running_containers`]), or, when its
+    /// status could not be read, yes.
+    pub fn could_have_running_containers(&self) -> bool {
+        match &self.status {
+            Some(s) => s.could_have_running_containers(),
+            None => self.error.is_some(),
+        }
+    }
+}
+
 /// The pod cache: `uid → (status, time read)`, plus a global timestamp meaning
 /// "every pod not in the map had nothing in the runtime as of this time".
 ///
@@ -167,6 +179,14 @@ impl PodCache {
         *self.global.borrow()
     }
 
+    /// Whether `uid` may still have running containers: yes until the
+    /// runtime was listed once, then as its entry says
+    /// ([`CacheEntry::could_have_running_containers`]); no entry means
+    /// nothing of it is in the runtime.
+    pub fn could_have_running_containers(&self, uid: &PodUid) -> bool {
+        self.global_time().is_none() || self.get(uid).is_some_and(|e| e.could_have_running_containers())
+    }
+
     /// Every cached runtime status (a snapshot; order unspecified).
     ///
     /// ```
@@ -269,6 +289,34 @@ mod tests {
 
     fn status(uid: &str) -> Arc<RuntimePodStatus> {
         Arc::new(RuntimePodStatus::empty(uid.into(), "p", "default"))
+    }
+
+    #[test]
+    fn could_run_until_listed_then_as_the_entry_says() {
+        use crate::kuberuntime::pod_status::{SandboxState, SandboxStatus};
+        let cache = PodCache::new();
+        let uid: PodUid = "u1".into();
+        assert!(cache.could_have_running_containers(&uid), "not listed yet: may run");
+        cache.update_time(Instant::now());
+        assert!(
+            !cache.could_have_running_containers(&uid),
+            "listed, no entry: nothing runs"
+        );
+        cache.set(uid.clone(), Some(status("u1")), None, Instant::now());
+        assert!(!cache.could_have_running_containers(&uid), "empty status");
+        let mut ready = (*status("u1")).clone();
+        ready.sandboxes.push(SandboxStatus {
+            id: "s".into(),
+            state: SandboxState::Ready,
+            created_at: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            attempt: 0,
+            ips: vec![],
+            host_network: false,
+        });
+        cache.set(uid.clone(), Some(Arc::new(ready)), None, Instant::now());
+        assert!(cache.could_have_running_containers(&uid), "ready sandbox");
+        cache.set(uid.clone(), None, Some("cri down".into()), Instant::now());
+        assert!(cache.could_have_running_containers(&uid), "unreadable: may run");
     }
 
     #[tokio::test(start_paused = true)]

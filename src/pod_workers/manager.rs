@@ -36,7 +36,7 @@ use crate::actors::supervisor::{
 use crate::cluster::mirror_index::full_name;
 use crate::messages::PodUid;
 use crate::messages::event::EventType;
-use crate::messages::pod_work::{SyncFinished, UpdatePod, UpdateType, WorkerState};
+use crate::messages::pod_work::{PodWork, SyncFinished, SyncKind, UpdatePod, WorkerState};
 use crate::pod_fields::{self, UNSUPPORTED_FIELD_REASON, unsupported_fields};
 use crate::pod_manager::{format_pod, pod_uid};
 use crate::status::pod_predicates::is_static_pod;
@@ -119,8 +119,8 @@ impl PodWorkers {
         let name = full_name(&update.pod);
         let record = self.statuses.get(&uid);
         let state = record.as_ref().map(|r| r.effective_state());
-        let is_create = update.update_type == UpdateType::Create;
-        if record.is_none() && update.update_type != UpdateType::Kill {
+        let is_create = update.work == PodWork::Sync(SyncKind::Create);
+        if record.is_none() && !update.work.is_kill() {
             // First sight of this pod (records outlive restarts): once per pod.
             self.report_unsupported_fields(&update.pod);
         }
@@ -131,17 +131,14 @@ impl PodWorkers {
             // Re-added while terminating: started afresh once terminated.
             self.statuses.update(&uid, &name, |s| s.restart_requested = true);
         }
-        if update.update_type == UpdateType::Kill {
+        if update.work.is_kill() {
             self.statuses.request_kill(&uid, &name);
         }
         let worker = self.statuses.get(&uid).and_then(|r| r.worker).filter(|w| w.is_open());
         let worker = match worker {
             Some(w) => w,
             None => {
-                if update.update_type != UpdateType::Kill
-                    && is_static_pod(&update.pod)
-                    && !self.statuses.may_start(&uid, &name)
-                {
+                if !update.work.is_kill() && is_static_pod(&update.pod) && !self.statuses.may_start(&uid, &name) {
                     tracing::info!(pod = %name, pod_uid = %uid, "static pod waits for the previous pod of the same name to terminate");
                     self.statuses.update(&uid, &name, |s| s.waiting_to_start = true);
                     return;
@@ -194,11 +191,7 @@ impl PodWorkers {
             .collect();
         for uid in waiting {
             if let Some(desired) = self.deps.pods.get(&uid) {
-                self.dispatch(UpdatePod {
-                    update_type: UpdateType::Create,
-                    pod: desired.pod,
-                    kill: None,
-                });
+                self.dispatch(UpdatePod::sync(SyncKind::Create, desired.pod));
             } else {
                 self.statuses.remove(&uid);
             }
@@ -239,11 +232,7 @@ impl Handler<SyncFinished> for PodWorkers {
                 && let Some(desired) = self.deps.pods.get(&msg.uid)
             {
                 self.forget(&msg.uid);
-                self.dispatch(UpdatePod {
-                    update_type: UpdateType::Create,
-                    pod: desired.pod,
-                    kill: None,
-                });
+                self.dispatch(UpdatePod::sync(SyncKind::Create, desired.pod));
             }
             if let Some(r) = record {
                 self.start_waiting(Some(&r.full_name));

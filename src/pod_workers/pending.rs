@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use crate::messages::pod_work::{KillOptions, UpdatePod, UpdateType, WorkerState};
+use crate::messages::pod_work::{KillOptions, UpdatePod, WorkerState};
 
 /// What the worker should do with an offered update.
 #[derive(Debug)]
@@ -66,7 +66,7 @@ impl UpdateSlot {
 
     /// Offers an update to the worker.
     pub fn offer(&mut self, update: UpdatePod) -> Offer {
-        let is_kill = update.update_type == UpdateType::Kill;
+        let is_kill = update.work.is_kill();
         if self.state == WorkerState::Terminated || (self.kill_requested && !is_kill) {
             return Offer::Dropped;
         }
@@ -79,8 +79,8 @@ impl UpdateSlot {
             return Offer::RunNow(update);
         }
         self.pending = Some(match self.pending.take() {
-            Some(prev) if prev.update_type == UpdateType::Kill && is_kill => merge_kills(prev, update),
-            Some(prev) if prev.update_type == UpdateType::Kill => prev,
+            Some(prev) if prev.work.is_kill() && is_kill => merge_kills(prev, update),
+            Some(prev) if prev.work.is_kill() => prev,
             _ => update,
         });
         Offer::Queued
@@ -102,7 +102,7 @@ impl UpdateSlot {
     }
 
     fn on_start(&mut self, update: &UpdatePod) {
-        if update.update_type == UpdateType::Kill && self.state == WorkerState::Syncing {
+        if update.work.is_kill() && self.state == WorkerState::Syncing {
             self.state = WorkerState::Terminating;
         }
     }
@@ -110,23 +110,20 @@ impl UpdateSlot {
 
 /// Two kills: keep the newer pod, the shorter grace period, and the first status.
 fn merge_kills(prev: UpdatePod, next: UpdatePod) -> UpdatePod {
-    let grace = |u: &UpdatePod| u.kill.as_ref().and_then(|k| k.grace_period_override);
+    let grace = |u: &UpdatePod| u.work.kill_options().and_then(|k| k.grace_period_override);
     let shorter: Option<Duration> = match (grace(&prev), grace(&next)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let status = prev
-        .kill
-        .as_ref()
-        .and_then(|k| k.status.clone())
-        .or(next.kill.as_ref().and_then(|k| k.status.clone()));
-    UpdatePod {
-        kill: Some(KillOptions {
+    let status = (prev.work.kill_options().and_then(|k| k.status.clone()))
+        .or(next.work.kill_options().and_then(|k| k.status.clone()));
+    UpdatePod::kill(
+        next.pod,
+        KillOptions {
             grace_period_override: shorter,
             status,
-        }),
-        ..next
-    }
+        },
+    )
 }
 
 #[cfg(test)]
@@ -136,25 +133,24 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
+    use crate::messages::pod_work::SyncKind;
 
-    fn upd(t: UpdateType, gen_: &str) -> UpdatePod {
+    fn pod(gen_: &str) -> Arc<Pod> {
         let mut pod = Pod::default();
         pod.metadata.resource_version = Some(gen_.to_string());
-        UpdatePod {
-            update_type: t,
-            pod: Arc::new(pod),
-            kill: None,
-        }
+        Arc::new(pod)
+    }
+
+    fn upd(t: SyncKind, gen_: &str) -> UpdatePod {
+        UpdatePod::sync(t, pod(gen_))
     }
 
     fn kill(grace: Option<u64>) -> UpdatePod {
-        UpdatePod {
-            kill: Some(KillOptions {
-                grace_period_override: grace.map(Duration::from_secs),
-                status: None,
-            }),
-            ..upd(UpdateType::Kill, "k")
-        }
+        let options = KillOptions {
+            grace_period_override: grace.map(Duration::from_secs),
+            status: None,
+        };
+        UpdatePod::kill(pod("k"), options)
     }
 
     fn rv(u: &UpdatePod) -> &str {
@@ -164,9 +160,9 @@ mod tests {
     #[test]
     fn idle_worker_runs_at_once_busy_worker_keeps_only_latest() {
         let mut s = UpdateSlot::new();
-        assert!(matches!(s.offer(upd(UpdateType::Create, "1")), Offer::RunNow(_)));
-        assert!(matches!(s.offer(upd(UpdateType::Update, "2")), Offer::Queued));
-        assert!(matches!(s.offer(upd(UpdateType::Update, "3")), Offer::Queued));
+        assert!(matches!(s.offer(upd(SyncKind::Create, "1")), Offer::RunNow(_)));
+        assert!(matches!(s.offer(upd(SyncKind::Update, "2")), Offer::Queued));
+        assert!(matches!(s.offer(upd(SyncKind::Update, "3")), Offer::Queued));
         let next = s.finish(false).expect("pending update");
         assert_eq!(rv(&next), "3");
         assert!(s.is_busy());
@@ -177,23 +173,26 @@ mod tests {
     #[test]
     fn pending_kill_is_never_overwritten() {
         let mut s = UpdateSlot::new();
-        let _ = s.offer(upd(UpdateType::Create, "1"));
+        let _ = s.offer(upd(SyncKind::Create, "1"));
         let _ = s.offer(kill(Some(30)));
-        assert!(matches!(s.offer(upd(UpdateType::Update, "3")), Offer::Dropped));
+        assert!(matches!(s.offer(upd(SyncKind::Update, "3")), Offer::Dropped));
         let next = s.finish(false).unwrap();
-        assert_eq!(next.update_type, UpdateType::Kill);
+        assert!(next.work.is_kill());
         assert_eq!(s.state(), WorkerState::Terminating);
     }
 
     #[test]
     fn two_kills_merge_with_shorter_grace() {
         let mut s = UpdateSlot::new();
-        let _ = s.offer(upd(UpdateType::Create, "1"));
+        let _ = s.offer(upd(SyncKind::Create, "1"));
         let _ = s.offer(kill(Some(30)));
         let _ = s.offer(kill(Some(5)));
         let _ = s.offer(kill(None));
         let next = s.finish(false).unwrap();
-        assert_eq!(next.kill.unwrap().grace_period_override, Some(Duration::from_secs(5)));
+        assert_eq!(
+            next.work.kill_options().unwrap().grace_period_override,
+            Some(Duration::from_secs(5))
+        );
     }
 
     #[test]
@@ -201,11 +200,11 @@ mod tests {
         let mut s = UpdateSlot::new();
         let _ = s.offer(kill(None));
         assert_eq!(s.state(), WorkerState::Terminating);
-        assert!(matches!(s.offer(upd(UpdateType::Sync, "2")), Offer::Dropped));
+        assert!(matches!(s.offer(upd(SyncKind::Sync, "2")), Offer::Dropped));
         assert!(s.finish(true).is_none());
         assert_eq!(s.state(), WorkerState::Terminated);
         assert!(matches!(s.offer(kill(None)), Offer::Dropped));
-        assert!(matches!(s.offer(upd(UpdateType::Create, "3")), Offer::Dropped));
+        assert!(matches!(s.offer(upd(SyncKind::Create, "3")), Offer::Dropped));
     }
 
     #[test]

@@ -36,7 +36,7 @@ use super::pending::{Offer, UpdateSlot};
 use super::sync::{StepOutcome, Waiting, sync_pod, terminate_pod};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::messages::PodUid;
-use crate::messages::pod_work::{SyncFinished, UpdatePod, UpdateType};
+use crate::messages::pod_work::{SyncFinished, SyncKind, UpdatePod};
 use crate::pod_manager::format_pod;
 
 /// Delay before a failed kill is tried again.
@@ -81,7 +81,7 @@ impl PodWorker {
 
     fn offer(&mut self, update: UpdatePod, ctx: &mut Context<Self>) {
         self.pod = Some(update.pod.clone());
-        let is_kill = update.update_type == UpdateType::Kill;
+        let is_kill = update.work.is_kill();
         match self.slot.offer(update) {
             Offer::RunNow(u) => self.run(u, ctx),
             // A kill waiting behind a sync: the sync stops at its next CRI
@@ -99,8 +99,8 @@ impl PodWorker {
         let deps = self.deps.clone();
         let newer_than = self.last_step;
         let waiting = self.waiting.clone();
-        let span = tracing::info_span!("pod_worker", pod = %format_pod(&update.pod), update = ?update.update_type);
-        let kill = (update.update_type == UpdateType::Kill).then(|| update.kill.clone().unwrap_or_default());
+        let span = tracing::info_span!("pod_worker", pod = %format_pod(&update.pod), work = ?update.work);
+        let kill = update.work.kill_options().cloned();
         if kill.is_some() {
             self.last_kill = Some(update.clone());
         }
@@ -126,11 +126,7 @@ impl PodWorker {
         if let (Some(kill), Some(pod)) = (out.terminate, self.pod.clone()) {
             tracing::info!(pod = %format_pod(&pod), "pod is terminal or deleted; terminating");
             // Offered while busy, so it becomes the (sticky) pending update.
-            let _ = self.slot.offer(UpdatePod {
-                update_type: UpdateType::Kill,
-                pod,
-                kill: Some(kill),
-            });
+            let _ = self.slot.offer(UpdatePod::kill(pod, kill));
         }
         let next = self.slot.finish(out.terminated);
         if let Some(e) = &out.error {
@@ -155,14 +151,7 @@ impl PodWorker {
             self.backoff_retry = Some(ctx.run_later(delay, |act, ctx| {
                 act.backoff_retry = None;
                 if let Some(desired) = act.deps.pods.get(&act.uid) {
-                    act.offer(
-                        UpdatePod {
-                            update_type: UpdateType::Sync,
-                            pod: desired.pod,
-                            kill: None,
-                        },
-                        ctx,
-                    );
+                    act.offer(UpdatePod::sync(SyncKind::Sync, desired.pod), ctx);
                 }
             }));
         }
@@ -188,14 +177,7 @@ impl Actor for PodWorker {
             // A restarted instance resumes from the caches.
             if let Some(desired) = self.deps.pods.get(&self.uid) {
                 tracing::info!(pod = %format_pod(&desired.pod), generation = self.generation, "pod worker restarted; resuming");
-                self.offer(
-                    UpdatePod {
-                        update_type: UpdateType::Sync,
-                        pod: desired.pod,
-                        kill: None,
-                    },
-                    ctx,
-                );
+                self.offer(UpdatePod::sync(SyncKind::Sync, desired.pod), ctx);
             }
         }
     }

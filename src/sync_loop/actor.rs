@@ -36,7 +36,7 @@ use crate::cluster::mirror_index::full_name;
 use crate::messages::PodUid;
 use crate::messages::pleg::PlegEvents;
 use crate::messages::pod_update::{PodUpdate, SourcesReady};
-use crate::messages::pod_work::{KillOptions, KillStatus, SyncFinished, UpdatePod, UpdateType, WorkerState};
+use crate::messages::pod_work::{KillOptions, KillStatus, PodWork, SyncFinished, SyncKind, UpdatePod, WorkerState};
 use crate::messages::probe::{ProbeKind, ProbeOutcome, ProbeResult};
 use crate::messages::runtime_health::RuntimeHealthChanged;
 use crate::messages::status::ForgetPodStatus;
@@ -110,7 +110,7 @@ pub struct SyncLoop {
     heartbeat: SyncLoopHeartbeat,
     gate: HealthGate,
     queue: crate::pod_workers::work_queue::WorkQueue,
-    deferred: HashMap<PodUid, UpdateType>,
+    deferred: HashMap<PodUid, SyncKind>,
 }
 
 impl SyncLoop {
@@ -213,14 +213,16 @@ impl SyncLoop {
 
     fn send(&mut self, update: UpdatePod) {
         let uid = PodUid::new(update.pod.metadata.uid.clone().unwrap_or_default());
-        if !self.gate.is_open() && update.update_type != UpdateType::Kill {
-            let t = self.deferred.entry(uid).or_insert(update.update_type);
-            if update.update_type == UpdateType::Create {
-                *t = UpdateType::Create;
+        if let Some(kind) = update.work.sync_kind()
+            && !self.gate.is_open()
+        {
+            let t = self.deferred.entry(uid).or_insert(kind);
+            if kind == SyncKind::Create {
+                *t = SyncKind::Create;
             }
             return;
         }
-        let is_kill = update.update_type == UpdateType::Kill;
+        let is_kill = update.work.is_kill();
         if is_kill {
             // Terminating from now on, for every reader (housekeeping must
             // not send a second kill with a shorter grace meanwhile).
@@ -240,13 +242,9 @@ impl SyncLoop {
         }
     }
 
-    fn sync_uid(&mut self, uid: &PodUid, t: UpdateType) {
+    fn sync_uid(&mut self, uid: &PodUid, t: SyncKind) {
         if let Some(d) = self.pods.get(uid) {
-            self.send(UpdatePod {
-                update_type: t,
-                pod: d.pod,
-                kill: None,
-            });
+            self.send(UpdatePod::sync(t, d.pod));
         }
     }
 
@@ -269,7 +267,7 @@ impl SyncLoop {
             return;
         }
         for uid in self.queue.take_due(Instant::now()) {
-            self.sync_uid(&uid, UpdateType::Sync);
+            self.sync_uid(&uid, SyncKind::Sync);
         }
     }
 
@@ -303,11 +301,7 @@ impl SyncLoop {
                 grace_period_override: Some(ORPHAN_GRACE_PERIOD),
                 status: None,
             };
-            self.send(UpdatePod {
-                update_type: UpdateType::Kill,
-                pod: Arc::new(pod),
-                kill: Some(kill),
-            });
+            self.send(UpdatePod::kill(Arc::new(pod), kill));
         }
         if !plan.forget.is_empty() {
             for uid in &plan.forget {
@@ -391,7 +385,7 @@ impl Handler<PodUpdate> for SyncLoop {
             }
         }
         for mut w in p.work {
-            if w.update_type == UpdateType::Create
+            if w.work == PodWork::Sync(SyncKind::Create)
                 && let Err(r) = self.admit(&w.pod)
             {
                 tracing::warn!(pod = %crate::pod_manager::format_pod(&w.pod), reason = %r.reason, message = %r.message, "pod rejected by admission");
@@ -401,14 +395,11 @@ impl Handler<PodUpdate> for SyncLoop {
                     reason: r.reason,
                     message: r.message,
                 };
-                w = UpdatePod {
-                    update_type: UpdateType::Kill,
-                    kill: Some(KillOptions {
-                        grace_period_override: None,
-                        status: Some(status),
-                    }),
-                    ..w
+                let kill = KillOptions {
+                    grace_period_override: None,
+                    status: Some(status),
                 };
+                w = UpdatePod::kill(w.pod, kill);
             }
             self.send(w);
         }
@@ -432,7 +423,7 @@ impl Handler<PlegEvents> for SyncLoop {
 
     fn handle(&mut self, msg: PlegEvents, _ctx: &mut Self::Context) {
         for uid in pods_to_sync(&msg.0) {
-            self.sync_uid(&uid, UpdateType::Sync);
+            self.sync_uid(&uid, SyncKind::Sync);
         }
     }
 }
@@ -462,7 +453,7 @@ impl Handler<ProbeResult> for SyncLoop {
             ProbeKind::Readiness | ProbeKind::Startup => true,
         };
         if worth {
-            self.sync_uid(&msg.uid, UpdateType::Sync);
+            self.sync_uid(&msg.uid, SyncKind::Sync);
         }
     }
 }

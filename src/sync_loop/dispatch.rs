@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::messages::PodUid;
 use crate::messages::pleg::{PlegEventType, PodLifecycleEvent};
 use crate::messages::pod_update::{PodOperation, PodUpdate};
-use crate::messages::pod_work::{KillOptions, UpdatePod, UpdateType};
+use crate::messages::pod_work::{KillOptions, SyncKind, UpdatePod};
 
 /// A change to the desired pods.
 #[derive(Clone, Debug)]
@@ -40,24 +40,19 @@ fn creation_key(p: &Pod) -> (Option<i64>, String) {
 pub fn plan(update: &PodUpdate) -> Plan {
     let mut pods: Vec<Arc<Pod>> = update.pods.clone();
     let mut out = Plan::default();
-    let work = |t: UpdateType, pod: &Arc<Pod>, kill: Option<KillOptions>| UpdatePod {
-        update_type: t,
-        pod: pod.clone(),
-        kill,
-    };
     match update.op {
         PodOperation::Add => {
             // Upstream: sort by creation time so older pods are admitted first.
             pods.sort_by_key(|p| creation_key(p));
             for p in &pods {
                 out.desired.push(Desired::Upsert(p.clone()));
-                out.work.push(work(UpdateType::Create, p, None));
+                out.work.push(UpdatePod::sync(SyncKind::Create, p.clone()));
             }
         }
         PodOperation::Update | PodOperation::Delete => {
             for p in &pods {
                 out.desired.push(Desired::Upsert(p.clone()));
-                out.work.push(work(UpdateType::Update, p, None));
+                out.work.push(UpdatePod::sync(SyncKind::Update, p.clone()));
             }
         }
         PodOperation::Remove => {
@@ -68,14 +63,11 @@ pub fn plan(update: &PodUpdate) -> Plan {
                     .metadata
                     .deletion_grace_period_seconds
                     .map(|s| Duration::from_secs(s.max(0) as u64));
-                out.work.push(work(
-                    UpdateType::Kill,
-                    p,
-                    Some(KillOptions {
-                        grace_period_override: grace,
-                        status: None,
-                    }),
-                ));
+                let kill = KillOptions {
+                    grace_period_override: grace,
+                    status: None,
+                };
+                out.work.push(UpdatePod::kill(p.clone(), kill));
             }
         }
         PodOperation::Reconcile => {
@@ -105,6 +97,7 @@ mod tests {
 
     use super::*;
     use crate::messages::pod_update::PodSource;
+    use crate::messages::pod_work::PodWork;
 
     fn pod(uid: &str, created: i64) -> Arc<Pod> {
         let mut p = Pod::default();
@@ -121,10 +114,10 @@ mod tests {
         }
     }
 
-    fn kinds(p: &Plan) -> Vec<(String, UpdateType)> {
+    fn kinds(p: &Plan) -> Vec<(String, PodWork)> {
         p.work
             .iter()
-            .map(|w| (w.pod.metadata.uid.clone().unwrap(), w.update_type))
+            .map(|w| (w.pod.metadata.uid.clone().unwrap(), w.work.clone()))
             .collect()
     }
 
@@ -133,7 +126,10 @@ mod tests {
         let p = plan(&update(PodOperation::Add, vec![pod("new", 20), pod("old", 10)]));
         assert_eq!(
             kinds(&p),
-            vec![("old".into(), UpdateType::Create), ("new".into(), UpdateType::Create)]
+            vec![
+                ("old".into(), PodWork::Sync(SyncKind::Create)),
+                ("new".into(), PodWork::Sync(SyncKind::Create))
+            ]
         );
         assert_eq!(p.desired.len(), 2);
     }
@@ -144,9 +140,8 @@ mod tests {
         doomed.metadata.deletion_grace_period_seconds = Some(7);
         let p = plan(&update(PodOperation::Remove, vec![Arc::new(doomed)]));
         assert!(matches!(&p.desired[0], Desired::Remove(u) if u.as_str() == "a"));
-        assert_eq!(p.work[0].update_type, UpdateType::Kill);
         assert_eq!(
-            p.work[0].kill.as_ref().unwrap().grace_period_override,
+            p.work[0].work.kill_options().unwrap().grace_period_override,
             Some(Duration::from_secs(7))
         );
     }
@@ -154,7 +149,7 @@ mod tests {
     #[test]
     fn updates_and_deletes_dispatch_update_reconcile_only_stores() {
         let p = plan(&update(PodOperation::Delete, vec![pod("a", 1)]));
-        assert_eq!(kinds(&p), vec![("a".into(), UpdateType::Update)]);
+        assert_eq!(kinds(&p), vec![("a".into(), PodWork::Sync(SyncKind::Update))]);
         let p = plan(&update(PodOperation::Reconcile, vec![pod("a", 1)]));
         assert!(p.work.is_empty());
         assert_eq!(p.desired.len(), 1);

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
+use crate::kuberuntime::pod_status::RuntimePodStatus;
 use crate::messages::PodUid;
 use crate::messages::pod_work::WorkerState;
 
@@ -16,12 +16,6 @@ pub struct Cleanup {
     pub forget: Vec<PodUid>,
 }
 
-/// True when anything of the pod still runs (a running container or a ready sandbox).
-pub fn is_running(status: &RuntimePodStatus) -> bool {
-    status.containers.iter().any(|c| c.state == ContainerState::Running)
-        || status.sandboxes.iter().any(|s| s.state == SandboxState::Ready)
-}
-
 /// Decides the cleanup from the desired UIDs, the runtime's pods, and the
 /// workers' states. A pod already being terminated by its worker is not
 /// killed again.
@@ -32,7 +26,7 @@ pub fn cleanup(
 ) -> Cleanup {
     let mut kill: Vec<PodUid> = runtime
         .iter()
-        .filter(|s| !desired.contains(&s.uid) && is_running(s))
+        .filter(|s| !desired.contains(&s.uid) && s.could_have_running_containers())
         .filter(|s| !matches!(workers.get(&s.uid), Some(WorkerState::Terminating)))
         .map(|s| s.uid.clone())
         .collect();
@@ -51,7 +45,7 @@ mod tests {
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
-    use crate::kuberuntime::pod_status::SandboxStatus;
+    use crate::kuberuntime::pod_status::{SandboxState, SandboxStatus};
 
     fn rt(uid: &str, ready: bool) -> RuntimePodStatus {
         let mut s = RuntimePodStatus::empty(uid.into(), "p", "ns");

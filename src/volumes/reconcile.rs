@@ -28,7 +28,6 @@ use super::refs::pod_references;
 use super::setup::{SetupDeps, reconstruct, set_up, tear_down_pod};
 use super::store::VolumeStore;
 use crate::events::EventRecorder;
-use crate::kuberuntime::pod_status::{ContainerState, SandboxState};
 use crate::messages::event::EventType;
 use crate::pleg::PodCache;
 use crate::pod_manager::{PodManager, format_pod};
@@ -51,17 +50,6 @@ pub struct ReconcileDeps {
     pub events: EventRecorder,
     /// API data volumes are rewritten this often.
     pub resync: Duration,
-}
-
-/// True while anything of `uid` may still run.
-fn still_running(cache: &PodCache, uid: &str) -> bool {
-    if cache.global_time().is_none() {
-        return true; // the runtime was not listed yet
-    }
-    cache.get(&uid.into()).and_then(|e| e.status).is_some_and(|s| {
-        s.containers.iter().any(|c| c.state == ContainerState::Running)
-            || s.sandboxes.iter().any(|sb| sb.state == SandboxState::Ready)
-    })
 }
 
 /// Sets up whatever of `pod`'s volumes is due.
@@ -138,7 +126,7 @@ pub async fn reconcile_once(deps: &ReconcileDeps) {
             continue;
         }
         let known = deps.pods.contains(&uid.as_str().into());
-        if (!known && !deps.store.sources_ready()) || still_running(&deps.cache, &uid) {
+        if (!known && !deps.store.sources_ready()) || deps.cache.could_have_running_containers(&uid.as_str().into()) {
             continue;
         }
         match tear_down_pod(&deps.setup.root_dir, &uid).await {

@@ -14,7 +14,6 @@ use tokio::time::Instant;
 use super::api::{Created, MirrorError, create_mirror, delete_mirror, node_uid};
 use super::logic::{MirrorAction, plan, static_pod_hash};
 use crate::cluster::mirror_index::{MirrorPods, full_name};
-use crate::cluster::status_sync::logic::could_have_running_containers;
 use crate::pleg::PodCache;
 use crate::pod_manager::PodManager;
 
@@ -194,7 +193,7 @@ impl MirrorPodManager {
             .iter()
             .filter(|st| {
                 let entry = self.deps.runtime.get(&st.uid);
-                could_have_running_containers(entry.as_ref())
+                entry.is_some_and(|e| e.could_have_running_containers())
             })
             .map(|st| format!("{}/{}", st.namespace, st.name))
             .collect();

@@ -9,9 +9,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Wrap
 use kube::Client;
 
 use super::api::{SyncError, WriteOutcome, delete_pod, write_status};
-use super::logic::{
-    Target, Written, backoff, can_be_deleted, could_have_running_containers, needs_sync, resolve_target,
-};
+use super::logic::{Target, Written, backoff, can_be_deleted, needs_sync, resolve_target};
 use crate::clock::WallClock;
 use crate::cluster::mirror_index::MirrorPods;
 use crate::messages::PodUid;
@@ -180,7 +178,11 @@ impl StatusSyncer {
             self.retry_later(uid, ctx);
             return;
         }
-        let could_run = could_have_running_containers(self.deps.runtime.get(&uid).as_ref());
+        let could_run = self
+            .deps
+            .runtime
+            .get(&uid)
+            .is_some_and(|e| e.could_have_running_containers());
         let now = self.deps.clock.now();
         let version = current.version;
         self.in_flight.insert(uid.clone());
@@ -230,7 +232,11 @@ impl StatusSyncer {
     /// Finishes the deletion of an API pod once nothing of it runs and its
     /// latest status is on the API.
     fn maybe_delete(&mut self, uid: PodUid, pod: &k8s_openapi::api::core::v1::Pod, ctx: &mut Context<Self>) {
-        let could_run = could_have_running_containers(self.deps.runtime.get(&uid).as_ref());
+        let could_run = self
+            .deps
+            .runtime
+            .get(&uid)
+            .is_some_and(|e| e.could_have_running_containers());
         let latest = self.deps.statuses.get(&uid).map(|s| s.version);
         let written = self.written.get(&uid).map(|w| w.version);
         if !can_be_deleted(pod, could_run, latest.is_some() && latest == written) {
@@ -272,7 +278,11 @@ impl StatusSyncer {
             }
             let desired = self.deps.pods.get(uid);
             let target = resolve_target(uid, desired.as_ref(), current, &self.deps.mirrors);
-            let could_run = could_have_running_containers(self.deps.runtime.get(uid).as_ref());
+            let could_run = self
+                .deps
+                .runtime
+                .get(uid)
+                .is_some_and(|e| e.could_have_running_containers());
             let known_api = match (&target, &desired) {
                 (Target::Pod { .. }, Some(d)) => d.pod.status.clone(),
                 (Target::Mirror { namespace, name, .. }, _) => self

@@ -8,9 +8,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster::mirror_index::{MirrorPods, is_mirror_pod};
-use crate::kuberuntime::pod_status::SandboxState;
 use crate::messages::PodUid;
-use crate::pleg::cache::CacheEntry;
 use crate::pod_manager::DesiredPod;
 use crate::status::VersionedStatus;
 use crate::status::api_merge::merge_for_api;
@@ -97,21 +95,6 @@ pub fn accepts(target: &Target, fetched: &Pod) -> bool {
         Target::Pod { uid, .. } => fetched.metadata.uid.as_deref() == Some(uid.as_str()),
         Target::Mirror { .. } => is_mirror_pod(fetched),
         Target::Nowhere => false,
-    }
-}
-
-/// Whether the pod may still have running containers (upstream
-/// `PodCouldHaveRunningContainers`): a running container or a ready sandbox in
-/// the runtime cache, or a cache entry that could not be read.
-pub fn could_have_running_containers(entry: Option<&CacheEntry>) -> bool {
-    let Some(entry) = entry else {
-        return false;
-    };
-    match &entry.status {
-        Some(s) => {
-            s.running_containers().next().is_some() || s.sandboxes.iter().any(|b| b.state == SandboxState::Ready)
-        }
-        None => entry.error.is_some(),
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::*;
-use crate::kuberuntime::pod_status::{RuntimePodStatus, SandboxStatus};
+use crate::kuberuntime::pod_status::{RuntimePodStatus, SandboxState, SandboxStatus};
 use crate::messages::pod_update::PodSource;
 use crate::pleg::cache::CacheEntry;
 
@@ -112,6 +112,8 @@ fn entry(status: Option<RuntimePodStatus>, error: Option<&str>) -> CacheEntry {
 
 #[test]
 fn running_containers_or_ready_sandboxes_could_run() {
+    let could_have_running_containers =
+        |e: Option<&CacheEntry>| e.is_some_and(CacheEntry::could_have_running_containers);
     assert!(!could_have_running_containers(None));
     let empty = RuntimePodStatus::empty("u1".into(), "p", "default");
     assert!(!could_have_running_containers(Some(&entry(Some(empty.clone()), None))));
