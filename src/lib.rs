@@ -38,6 +38,8 @@ pub mod actors;
 pub mod admission;
 #[doc(hidden)]
 pub mod cli;
+#[doc(hidden)]
+pub mod cm;
 pub mod clock;
 pub mod cluster;
 #[doc(hidden)]

@@ -123,7 +123,8 @@ fn requests_and_limits(c: &Container) -> (Amounts<'_>, Amounts<'_>) {
 
 /// The pod's QoS class: `status.qosClass` when set, else computed from the
 /// spec exactly as upstream `ComputePodQOS` (init containers included; only
-/// cpu and memory count; zero quantities are ignored).
+/// cpu and memory count; zero quantities are ignored); pod-level
+/// `spec.resources` (KEP-2837), when set, decide alone.
 pub fn pod_qos(pod: &Pod) -> QosClass {
     if let Some(class) = pod
         .status
@@ -136,7 +137,27 @@ pub fn pod_qos(pod: &Pod) -> QosClass {
     let mut requests: BTreeMap<&str, ParsedQuantity> = BTreeMap::new();
     let mut limits: BTreeMap<&str, ParsedQuantity> = BTreeMap::new();
     let mut guaranteed = true;
-    for c in all_containers(pod) {
+    if let Some((reqs, lims)) = pod_level_resources(pod) {
+        // KEP-2837: pod-level resources alone decide the class.
+        for (name, q) in reqs {
+            requests.insert(name, q);
+        }
+        let mut found = (false, false);
+        for (name, q) in lims {
+            found.0 |= name == CPU;
+            found.1 |= name == MEMORY;
+            limits.insert(name, q);
+        }
+        if !limits.is_empty() && found != (true, true) {
+            guaranteed = false;
+        }
+    }
+    let containers = if requests.is_empty() && limits.is_empty() {
+        all_containers(pod).collect()
+    } else {
+        vec![]
+    };
+    for c in containers {
         let (reqs, lims) = requests_and_limits(c);
         for (name, q) in reqs {
             if (name == CPU || name == MEMORY) && q > ParsedQuantity::ZERO {
@@ -168,6 +189,32 @@ pub fn pod_qos(pod: &Pod) -> QosClass {
         return QosClass::Guaranteed;
     }
     QosClass::Burstable
+}
+
+/// Pod-level `spec.resources` (KEP-2837): the non-zero cpu and memory
+/// requests (defaulted from the limits, as the API server does) and
+/// limits, or `None` when the pod sets none.
+fn pod_level_resources(pod: &Pod) -> Option<(Amounts<'static>, Amounts<'static>)> {
+    let res = pod.spec.as_ref()?.resources.as_ref()?;
+    let pick = |m: Option<&BTreeMap<String, Quantity>>, name: &'static str| {
+        get(m, name).filter(|q| *q > ParsedQuantity::ZERO).map(|q| (name, q))
+    };
+    let limits: Amounts<'static> = [CPU, MEMORY]
+        .into_iter()
+        .filter_map(|n| pick(res.limits.as_ref(), n))
+        .collect();
+    let requests: Amounts<'static> = [CPU, MEMORY]
+        .into_iter()
+        .filter_map(|n| {
+            let set = res.requests.as_ref().is_some_and(|m| m.contains_key(n));
+            if set {
+                pick(res.requests.as_ref(), n)
+            } else {
+                limits.iter().find(|(l, _)| *l == n).copied()
+            }
+        })
+        .collect();
+    (!requests.is_empty() || !limits.is_empty()).then_some((requests, limits))
 }
 
 /// Upstream `IsCriticalPod`: static, mirror, or priority ≥ system-critical.

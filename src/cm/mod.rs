@@ -1,0 +1,7 @@
+//! The container manager (upstream `pkg/kubelet/cm`): the `kubepods` cgroup
+//! hierarchy, node allocatable enforcement, QoS cgroups and pod cgroups.
+//!
+//! - [`names`]: cgroup names for the cgroupfs and systemd drivers;
+//! - [`resources`]: what each cgroup is set to (pure);
+pub mod names;
+pub mod resources;
