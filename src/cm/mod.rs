@@ -3,5 +3,7 @@
 //!
 //! - [`names`]: cgroup names for the cgroupfs and systemd drivers;
 //! - [`resources`]: what each cgroup is set to (pure);
+//! - [`fs`]: applying it to cgroupfs v1 or v2;
+pub mod fs;
 pub mod names;
 pub mod resources;
