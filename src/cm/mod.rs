@@ -4,6 +4,11 @@
 //! - [`names`]: cgroup names for the cgroupfs and systemd drivers;
 //! - [`resources`]: what each cgroup is set to (pure);
 //! - [`fs`]: applying it to cgroupfs v1 or v2;
+//! - [`manager`]: the shared [`ContainerManager`] handle (QoS hierarchy, pod cgroups);
 pub mod fs;
+pub mod manager;
 pub mod names;
 pub mod resources;
+
+pub use manager::{CmConfig, CmMode, ContainerManager, NodeCapacity};
+pub use names::{CgroupDriver, CgroupNaming};
