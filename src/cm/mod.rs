@@ -5,10 +5,17 @@
 //! - [`resources`]: what each cgroup is set to (pure);
 //! - [`fs`]: applying it to cgroupfs v1 or v2;
 //! - [`manager`]: the shared [`ContainerManager`] handle (QoS hierarchy, pod cgroups);
+//! - [`oom_parser`], [`oom_watcher`]: kernel OOM kills → `SystemOOM` node events;
+//! - [`actor`], [`assemble`]: the `container-manager` and `oom-watcher` children.
+pub mod actor;
+pub mod assemble;
 pub mod fs;
 pub mod manager;
 pub mod names;
+pub mod oom_parser;
+pub mod oom_watcher;
 pub mod resources;
 
+pub use assemble::{Assembled, CmInputs, assemble};
 pub use manager::{CmConfig, CmMode, ContainerManager, NodeCapacity};
 pub use names::{CgroupDriver, CgroupNaming};

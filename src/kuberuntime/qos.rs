@@ -264,11 +264,7 @@ pub fn container_oom_score_adj(pod: &Pod, container: &Container, memory_capacity
 /// The pod cgroup parent for the cgroupfs driver: `/kubepods/pod<uid>` for
 /// Guaranteed, `/kubepods/burstable/pod<uid>`, `/kubepods/besteffort/pod<uid>`.
 pub fn pod_cgroup_parent(qos: QosClass, uid: &str) -> String {
-    match qos {
-        QosClass::Guaranteed => format!("/kubepods/pod{uid}"),
-        QosClass::Burstable => format!("/kubepods/burstable/pod{uid}"),
-        QosClass::BestEffort => format!("/kubepods/besteffort/pod{uid}"),
-    }
+    crate::cm::CgroupNaming::default().pod_cgroup_parent(qos, uid)
 }
 
 /// Upstream `MilliCPUToShares`: `milli·1024/1000`, clamped to `[2, 262144]`.
