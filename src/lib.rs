@@ -38,10 +38,10 @@ pub mod actors;
 pub mod admission;
 #[doc(hidden)]
 pub mod cli;
-#[doc(hidden)]
-pub mod cm;
 pub mod clock;
 pub mod cluster;
+#[doc(hidden)]
+pub mod cm;
 #[doc(hidden)]
 pub mod config;
 pub mod cri;

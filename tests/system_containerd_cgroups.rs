@@ -91,14 +91,23 @@ async fn pod_cgroups_hold_upstream_values_and_go_with_their_pods() {
     );
     let g = env.wait_pod("g", "Running", Duration::from_secs(60), running).await;
     let b = env.wait_pod("b", "Running", Duration::from_secs(60), running).await;
-    assert_eq!(g.status.as_ref().and_then(|s| s.qos_class.as_deref()), Some("Guaranteed"));
-    assert_eq!(b.status.as_ref().and_then(|s| s.qos_class.as_deref()), Some("Burstable"));
+    assert_eq!(
+        g.status.as_ref().and_then(|s| s.qos_class.as_deref()),
+        Some("Guaranteed")
+    );
+    assert_eq!(
+        b.status.as_ref().and_then(|s| s.qos_class.as_deref()),
+        Some("Burstable")
+    );
     let (gu, bu) = (uid(&g), uid(&b));
 
     // the QoS hierarchy
     assert_eq!(read(cg("cpu", "kubepods/besteffort", "cpu.shares")), "2");
     let burstable_shares: u64 = read(cg("cpu", "kubepods/burstable", "cpu.shares")).parse().unwrap();
-    assert!(burstable_shares >= 102, "burstable shares {burstable_shares} cover b's 100m");
+    assert!(
+        burstable_shares >= 102,
+        "burstable shares {burstable_shares} cover b's 100m"
+    );
     let kubepods_mem: i64 = read(cg("memory", "kubepods", "memory.limit_in_bytes")).parse().unwrap();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
     let total_kb: i64 = meminfo
@@ -131,13 +140,16 @@ async fn pod_cgroups_hold_upstream_values_and_go_with_their_pods() {
     env.remove_manifest("b.yaml");
     let started = std::time::Instant::now();
     env.wait_for("pod cgroups removed", Duration::from_secs(180), async || {
-        let gone = ["cpu", "memory", "pids"].iter().all(|c| {
-            !Path::new(MOUNT).join(c).join(&gp).exists() && !Path::new(MOUNT).join(c).join(&bp).exists()
-        });
+        let gone = ["cpu", "memory", "pids"]
+            .iter()
+            .all(|c| !Path::new(MOUNT).join(c).join(&gp).exists() && !Path::new(MOUNT).join(c).join(&bp).exists());
         gone.then_some(())
     })
     .await;
-    env.note(format!("pod cgroups removed {:.1?} after the manifests went", started.elapsed()));
+    env.note(format!(
+        "pod cgroups removed {:.1?} after the manifests went",
+        started.elapsed()
+    ));
 }
 
 /// A container that allocates past its 32Mi limit is killed by the kernel,
@@ -172,7 +184,10 @@ async fn memory_hog_is_oom_killed_and_restarted() {
     assert_eq!(t.exit_code, 137, "killed by SIGKILL");
     let pod_cgroup = format!("kubepods/burstable/pod{}", uid(&p));
     if is_v1() {
-        assert_eq!(read(cg("memory", &pod_cgroup, "memory.limit_in_bytes")), (32 * MI).to_string());
+        assert_eq!(
+            read(cg("memory", &pod_cgroup, "memory.limit_in_bytes")),
+            (32 * MI).to_string()
+        );
     }
     env.note(format!("OOMKilled, restartCount {}", c.restart_count));
     env.remove_manifest("hog.yaml");

@@ -194,7 +194,10 @@ impl Cgroupfs {
             write(&cpu.join("cpu.cfs_quota_us"), &quota.to_string())?;
         }
         if let Some(memory) = res.memory.filter(|m| *m != 0) {
-            write(&self.dir("memory", path).join("memory.limit_in_bytes"), &memory.to_string())?;
+            write(
+                &self.dir("memory", path).join("memory.limit_in_bytes"),
+                &memory.to_string(),
+            )?;
         }
         if let Some(pids) = res.pids_limit {
             write(&self.dir("pids", path).join("pids.max"), &v2_limit(pids))?;

@@ -37,12 +37,18 @@ fn v1_creates_in_every_mounted_hierarchy_and_writes_v1_files() {
     for c in ["cpu", "cpuacct", "cpuset", "memory", "pids", "devices"] {
         assert!(t.path().join(c).join("kubepods/burstable/podu1").is_dir(), "{c}");
     }
-    assert!(!t.path().join("hugetlb").exists(), "unmounted hierarchies are left alone");
+    assert!(
+        !t.path().join("hugetlb").exists(),
+        "unmounted hierarchies are left alone"
+    );
     let cpu = t.path().join("cpu/kubepods/burstable/podu1");
     assert_eq!(read(cpu.join("cpu.shares")), "512");
     assert_eq!(read(cpu.join("cpu.cfs_period_us")), "100000");
     assert_eq!(read(cpu.join("cpu.cfs_quota_us")), "50000");
-    assert_eq!(read(t.path().join("memory/kubepods/burstable/podu1/memory.limit_in_bytes")), "67108864");
+    assert_eq!(
+        read(t.path().join("memory/kubepods/burstable/podu1/memory.limit_in_bytes")),
+        "67108864"
+    );
     assert_eq!(read(t.path().join("pids/kubepods/burstable/podu1/pids.max")), "100");
     // cpuset inherited down every level
     assert_eq!(read(t.path().join("cpuset/kubepods/cpuset.cpus")), "0-1");
@@ -61,7 +67,11 @@ fn v1_unset_values_are_not_written_and_unlimited_quota_is_minus_one() {
     let dir = t.path().join("cpu/kubepods/besteffort");
     assert_eq!(read(dir.join("cpu.shares")), "2");
     assert!(!dir.join("cpu.cfs_quota_us").exists());
-    assert!(!t.path().join("memory/kubepods/besteffort/memory.limit_in_bytes").exists());
+    assert!(
+        !t.path()
+            .join("memory/kubepods/besteffort/memory.limit_in_bytes")
+            .exists()
+    );
     fs.update(
         "/kubepods/besteffort",
         &ResourceConfig {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::fs::{CgroupError, CgroupFs, Cgroupfs, CgroupVersion};
+use super::fs::{CgroupError, CgroupFs, CgroupVersion, Cgroupfs};
 use super::names::{CgroupDriver, CgroupNaming};
 use super::resources::{
     NodeResources, ResourceConfig, besteffort_qos_config, burstable_qos_config, node_allocatable_config,
@@ -254,10 +254,13 @@ impl ContainerManager {
             })
             .collect();
         let name = |class| c.naming.qos(class).to_driver(c.naming.driver);
+        self.inner.fs.update(
+            &name(QosClass::Burstable),
+            &burstable_qos_config(pods.iter().map(|p| &**p)),
+        )?;
         self.inner
             .fs
-            .update(&name(QosClass::Burstable), &burstable_qos_config(pods.iter().map(|p| &**p)))?;
-        self.inner.fs.update(&name(QosClass::BestEffort), &besteffort_qos_config())
+            .update(&name(QosClass::BestEffort), &besteffort_qos_config())
     }
 
     /// Updates the QoS cgroups (upstream `UpdateQOSCgroups`); a no-op when off.
@@ -285,11 +288,7 @@ impl ContainerManager {
             return Ok(());
         }
         let path = self.pod_cgroup(pod);
-        let res = resource_config_for_pod(
-            pod,
-            self.inner.node.cpu_cfs_quota,
-            self.inner.config.pod_pids_limit,
-        );
+        let res = resource_config_for_pod(pod, self.inner.node.cpu_cfs_quota, self.inner.config.pod_pids_limit);
         let me = self.clone();
         let task = tokio::task::spawn_blocking(move || {
             if me.inner.fs.exists(&path) {

@@ -30,7 +30,12 @@ fn node() -> NodeCapacity {
     }
 }
 
-fn manager(t: &tempfile::TempDir, config: CmConfig, runtime: Option<SharedRuntime>, pods: PodManager) -> ContainerManager {
+fn manager(
+    t: &tempfile::TempDir,
+    config: CmConfig,
+    runtime: Option<SharedRuntime>,
+    pods: PodManager,
+) -> ContainerManager {
     let fs = Arc::new(Cgroupfs::detect(t.path()));
     ContainerManager::new(config, fs, runtime, pods, node())
 }
@@ -55,9 +60,16 @@ async fn start_creates_the_qos_hierarchy_with_node_allocatable() {
     assert_eq!(m.is_active(), Some(true));
     let kubepods = t.path().join("cpu/kubepods");
     assert_eq!(read(kubepods.join("cpu.shares")), "3072"); // 3000m allocatable
-    assert_eq!(read(t.path().join("memory/kubepods/memory.limit_in_bytes")), (7168 * MI).to_string());
+    assert_eq!(
+        read(t.path().join("memory/kubepods/memory.limit_in_bytes")),
+        (7168 * MI).to_string()
+    );
     assert_eq!(read(t.path().join("cpu/kubepods/besteffort/cpu.shares")), "2");
-    assert_eq!(read(t.path().join("cpu/kubepods/burstable/cpu.shares")), "2", "no Burstable pods yet");
+    assert_eq!(
+        read(t.path().join("cpu/kubepods/burstable/cpu.shares")),
+        "2",
+        "no Burstable pods yet"
+    );
 }
 
 #[tokio::test]
@@ -91,15 +103,25 @@ async fn ensure_pod_creates_the_pod_cgroup_once_and_updates_burstable_shares() {
     let dir = t.path().join("cpu/kubepods/burstable/podb1");
     assert_eq!(read(dir.join("cpu.shares")), "307");
     assert!(!dir.join("cpu.cfs_quota_us").exists(), "no cpu limit: no quota");
-    assert_eq!(read(t.path().join("memory/kubepods/burstable/podb1/memory.limit_in_bytes")), (64 * MI).to_string());
+    assert_eq!(
+        read(t.path().join("memory/kubepods/burstable/podb1/memory.limit_in_bytes")),
+        (64 * MI).to_string()
+    );
     assert_eq!(read(t.path().join("pids/kubepods/burstable/podb1/pids.max")), "4096");
-    assert_eq!(read(t.path().join("cpu/kubepods/burstable/cpu.shares")), "512", "300m + 200m");
+    assert_eq!(
+        read(t.path().join("cpu/kubepods/burstable/cpu.shares")),
+        "512",
+        "300m + 200m"
+    );
 
     m.ensure_pod(&g).await.unwrap();
     let dir = t.path().join("cpu/kubepods/podg1");
     assert_eq!(read(dir.join("cpu.shares")), "256");
     assert_eq!(read(dir.join("cpu.cfs_quota_us")), "25000");
-    assert_eq!(read(t.path().join("memory/kubepods/podg1/memory.limit_in_bytes")), (48 * MI).to_string());
+    assert_eq!(
+        read(t.path().join("memory/kubepods/podg1/memory.limit_in_bytes")),
+        (48 * MI).to_string()
+    );
 
     // an existing pod cgroup is left as it is (upstream EnsureExists)
     std::fs::write(t.path().join("cpu/kubepods/podg1/cpu.shares"), "999").unwrap();
@@ -139,7 +161,10 @@ async fn systemd_driver_uses_slice_paths() {
     );
     m.ensure_pod(&p).await.unwrap();
     assert_eq!(
-        read(t.path().join("cpu/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podab_cd.slice/cpu.shares")),
+        read(
+            t.path()
+                .join("cpu/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podab_cd.slice/cpu.shares")
+        ),
         "102"
     );
 }
@@ -169,7 +194,7 @@ async fn off_for_the_mock_runtime_for_off_mode_and_without_cgroups_per_qos() {
         m.ensure_pod(&guaranteed("g")).await.unwrap();
     }
     assert!(!t.path().join("cpu/kubepods").exists(), "nothing created");
-    assert_eq!(ContainerManager::disabled().start().await, false);
+    assert!(!ContainerManager::disabled().start().await);
 }
 
 #[tokio::test]

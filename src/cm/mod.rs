@@ -6,7 +6,7 @@
 //! - [`fs`]: applying it to cgroupfs v1 or v2;
 //! - [`manager`]: the shared [`ContainerManager`] handle (QoS hierarchy, pod cgroups);
 //! - [`oom_parser`], [`oom_watcher`]: kernel OOM kills → `SystemOOM` node events;
-//! - [`actor`], [`assemble`]: the `container-manager` and `oom-watcher` children.
+//! - [`actor`], [`assemble`](mod@assemble): the `container-manager` and `oom-watcher` children.
 pub mod actor;
 pub mod assemble;
 pub mod fs;

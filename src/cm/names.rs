@@ -94,12 +94,7 @@ impl CgroupName {
     /// `ParseSystemdToCgroupName`).
     pub fn parse(path: &str, driver: CgroupDriver) -> Self {
         match driver {
-            CgroupDriver::Cgroupfs => Self(
-                path.split('/')
-                    .filter(|p| !p.is_empty())
-                    .map(str::to_string)
-                    .collect(),
-            ),
+            CgroupDriver::Cgroupfs => Self(path.split('/').filter(|p| !p.is_empty()).map(str::to_string).collect()),
             CgroupDriver::Systemd => {
                 let last = path.rsplit('/').find(|p| !p.is_empty()).unwrap_or_default();
                 let base = last.strip_suffix(".slice").unwrap_or(last);
@@ -221,11 +216,17 @@ mod tests {
             root: fs,
             ..CgroupNaming::default()
         };
-        assert_eq!(n.pod(QosClass::BestEffort, "u").to_cgroupfs(), "/custom/root/kubepods/besteffort/podu");
+        assert_eq!(
+            n.pod(QosClass::BestEffort, "u").to_cgroupfs(),
+            "/custom/root/kubepods/besteffort/podu"
+        );
         assert_eq!(CgroupName::parse("/", CgroupDriver::Cgroupfs), CgroupName::default());
         let sd = CgroupName::parse("/my.slice/my-node_a.slice", CgroupDriver::Systemd);
         assert_eq!(sd.0, ["my", "node-a"]);
-        assert_eq!(sd.child("kubepods").to_systemd(), "/my.slice/my-node_a.slice/my-node_a-kubepods.slice");
+        assert_eq!(
+            sd.child("kubepods").to_systemd(),
+            "/my.slice/my-node_a.slice/my-node_a-kubepods.slice"
+        );
         assert_eq!(CgroupName::parse("/", CgroupDriver::Systemd), CgroupName::default());
     }
 
@@ -241,7 +242,10 @@ mod tests {
     #[test]
     fn driver_parses_upstream_spellings() {
         assert_eq!(CgroupDriver::parse("systemd"), Ok(CgroupDriver::Systemd));
-        assert_eq!(CgroupDriver::parse("cgroupfs").map(CgroupDriver::as_str), Ok("cgroupfs"));
+        assert_eq!(
+            CgroupDriver::parse("cgroupfs").map(CgroupDriver::as_str),
+            Ok("cgroupfs")
+        );
         assert!(CgroupDriver::parse("docker").unwrap_err().contains("docker"));
     }
 }

@@ -33,7 +33,10 @@ fn kills(text: &str) -> Vec<OomInstance> {
 #[test]
 fn records_parse_and_continuation_lines_are_skipped() {
     let r = parse_record("6,2770,1854732420,-;hello; world").unwrap();
-    assert_eq!((r.seq, r.timestamp_us, r.message.as_str()), (2770, 1854732420, "hello; world"));
+    assert_eq!(
+        (r.seq, r.timestamp_us, r.message.as_str()),
+        (2770, 1854732420, "hello; world")
+    );
     assert_eq!(parse_record(" SUBSYSTEM=memory"), None);
     assert_eq!(parse_record("garbage"), None);
     assert_eq!(parse_record("6,x,1,-;m"), None);
@@ -82,5 +85,9 @@ fn old_kernel_wording() {
 fn several_kills_in_a_row_and_stray_lines() {
     let text = format!("6,1,1,-;Killed process 9 (orphan)\n{MEMCG_OOM}6,5,5,-;unrelated\n{SYSTEM_OOM}");
     let k = kills(&text);
-    assert_eq!(k.iter().map(|k| k.pid).collect::<Vec<_>>(), [88121, 4501], "a kill line without its start is skipped");
+    assert_eq!(
+        k.iter().map(|k| k.pid).collect::<Vec<_>>(),
+        [88121, 4501],
+        "a kill line without its start is skipped"
+    );
 }

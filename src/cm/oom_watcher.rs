@@ -158,7 +158,8 @@ impl OomWatcher {
         }
         self.reading = true;
         let state = self.deps.state.clone();
-        let read = tokio::task::spawn_blocking(move || kmsg.lock().unwrap_or_else(|e| e.into_inner()).read_kills(&state));
+        let read =
+            tokio::task::spawn_blocking(move || kmsg.lock().unwrap_or_else(|e| e.into_inner()).read_kills(&state));
         ctx.spawn(read.into_actor(self).map(|res, act, _| {
             act.reading = false;
             match res {
@@ -197,8 +198,8 @@ mod tests {
     use std::io::Write;
 
     use super::*;
-    use crate::messages::event::RecordEvent;
     use crate::actors::supervisor::SupervisedRecipient;
+    use crate::messages::event::RecordEvent;
 
     const SYSTEM_OOM_LINES: &str = "\
 4,9001,7200000000,-;stress invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0
@@ -221,7 +222,14 @@ mod tests {
         assert!(k.read_kills(&state).unwrap().is_empty(), "history skipped");
         let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(MEMCG_LINES.as_bytes()).unwrap();
-        f.write_all(SYSTEM_OOM_LINES.replace("9001", "9201").replace("9030", "9230").replace("9031", "9231").as_bytes()).unwrap();
+        f.write_all(
+            SYSTEM_OOM_LINES
+                .replace("9001", "9201")
+                .replace("9030", "9230")
+                .replace("9031", "9231")
+                .as_bytes(),
+        )
+        .unwrap();
         let kills = k.read_kills(&state).unwrap();
         assert_eq!(kills.iter().map(|k| k.pid).collect::<Vec<_>>(), [77, 4501]);
         // a restarted watcher reopens from the start and skips what was handled
@@ -244,8 +252,14 @@ mod tests {
         record(&kills, &events, "node-a");
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 1, "{seen:?}");
-        assert_eq!((seen[0].type_, seen[0].reason.as_str()), (EventType::Warning, "SystemOOM"));
-        assert_eq!(seen[0].message, "System OOM encountered, victim process: stress, pid: 4501");
+        assert_eq!(
+            (seen[0].type_, seen[0].reason.as_str()),
+            (EventType::Warning, "SystemOOM")
+        );
+        assert_eq!(
+            seen[0].message,
+            "System OOM encountered, victim process: stress, pid: 4501"
+        );
         assert_eq!(seen[0].involved.kind.as_deref(), Some("Node"));
         assert_eq!(seen[0].involved.name.as_deref(), Some("node-a"));
     }

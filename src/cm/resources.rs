@@ -12,7 +12,9 @@
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use crate::kuberuntime::qos::{self, MIN_SHARES, QosClass, QUOTA_PERIOD_US, milli_cpu_to_quota, milli_cpu_to_shares, pod_qos};
+use crate::kuberuntime::qos::{
+    self, MIN_SHARES, QUOTA_PERIOD_US, QosClass, milli_cpu_to_quota, milli_cpu_to_shares, pod_qos,
+};
 use crate::quantity::ParsedQuantity;
 
 /// What one cgroup is set to; `None` leaves the setting alone (upstream
@@ -84,7 +86,11 @@ fn aggregate(pod: &Pod, of: fn(&Container) -> CpuMemory) -> CpuMemory {
     let Some(spec) = pod.spec.as_ref() else {
         return CpuMemory::default();
     };
-    let mut total = spec.containers.iter().map(of).fold(CpuMemory::default(), CpuMemory::add);
+    let mut total = spec
+        .containers
+        .iter()
+        .map(of)
+        .fold(CpuMemory::default(), CpuMemory::add);
     let (mut sidecars, mut init_max) = (CpuMemory::default(), CpuMemory::default());
     for c in spec.init_containers.iter().flatten() {
         let own = of(c);
@@ -102,11 +108,12 @@ fn aggregate(pod: &Pod, of: fn(&Container) -> CpuMemory) -> CpuMemory {
 
 fn pod_level(pod: &Pod) -> (CpuMemory, CpuMemory) {
     let res = pod.spec.as_ref().and_then(|s| s.resources.as_ref());
-    let get = |m: Option<&std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
-               name: &str| {
-        m.and_then(|m| m.get(name))
-            .and_then(|q| ParsedQuantity::from_quantity(q).ok())
-    };
+    let get =
+        |m: Option<&std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+         name: &str| {
+            m.and_then(|m| m.get(name))
+                .and_then(|q| ParsedQuantity::from_quantity(q).ok())
+        };
     let limits = res.and_then(|r| r.limits.as_ref());
     let requests = res.and_then(|r| r.requests.as_ref());
     let lim = amounts(get(limits, "cpu"), get(limits, "memory"));
@@ -120,7 +127,10 @@ fn pod_level(pod: &Pod) -> (CpuMemory, CpuMemory) {
 
 fn overhead(pod: &Pod) -> CpuMemory {
     let o = pod.spec.as_ref().and_then(|s| s.overhead.as_ref());
-    let get = |n: &str| o.and_then(|m| m.get(n)).and_then(|q| ParsedQuantity::from_quantity(q).ok());
+    let get = |n: &str| {
+        o.and_then(|m| m.get(n))
+            .and_then(|q| ParsedQuantity::from_quantity(q).ok())
+    };
     amounts(get("cpu"), get("memory"))
 }
 

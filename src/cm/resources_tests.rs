@@ -38,7 +38,10 @@ fn burstable_pod_gets_limits_only_when_every_container_declares_them() {
     let p = pod_with(
         &format!(
             "{}{}",
-            c("a", "{requests: {cpu: 100m, memory: 64Mi}, limits: {cpu: 200m, memory: 128Mi}}"),
+            c(
+                "a",
+                "{requests: {cpu: 100m, memory: 64Mi}, limits: {cpu: 200m, memory: 128Mi}}"
+            ),
             c("b", "{requests: {cpu: 150m}, limits: {cpu: 300m}}")
         ),
         "",
@@ -74,8 +77,11 @@ fn init_containers_and_sidecars_aggregate_as_upstream() {
         &c("app", "{requests: {cpu: 100m}}"),
         &format!(
             "  initContainers:\n{}{}",
-            c("setup", "{requests: {cpu: 500m}}").replace("  - name: setup", "  - name: setup"),
-            c("side", "{requests: {cpu: 50m}}").replace("    image: busybox\n", "    image: busybox\n    restartPolicy: Always\n")
+            c("setup", "{requests: {cpu: 500m}}"),
+            c("side", "{requests: {cpu: 50m}}").replace(
+                "    image: busybox\n",
+                "    image: busybox\n    restartPolicy: Always\n"
+            )
         ),
     );
     assert_eq!(pod_requests(&p).cpu_milli, Some(500));
@@ -84,7 +90,10 @@ fn init_containers_and_sidecars_aggregate_as_upstream() {
         &c("app", "{requests: {cpu: 100m}}"),
         &format!(
             "  initContainers:\n{}{}",
-            c("side", "{requests: {cpu: 300m}}").replace("    image: busybox\n", "    image: busybox\n    restartPolicy: Always\n"),
+            c("side", "{requests: {cpu: 300m}}").replace(
+                "    image: busybox\n",
+                "    image: busybox\n    restartPolicy: Always\n"
+            ),
             c("setup", "{requests: {cpu: 500m}}")
         ),
     );
@@ -132,7 +141,10 @@ fn pod_level_resources_decide_class_and_cgroup() {
     );
     assert_eq!(pod_qos(&p), QosClass::Burstable);
     let rc = resource_config_for_pod(&p, true, 0);
-    assert_eq!((rc.cpu_shares, rc.cpu_quota, rc.memory), (Some(512), Some(100_000), Some(256 * MI)));
+    assert_eq!(
+        (rc.cpu_shares, rc.cpu_quota, rc.memory),
+        (Some(512), Some(100_000), Some(256 * MI))
+    );
 }
 
 #[test]

@@ -226,7 +226,7 @@ pub struct KubeletConfig {
     pub system_reserved: Reserved,
     /// The container manager: `cgroupsPerQOS`, `cgroupRoot`, `cgroupDriver`,
     /// `podPidsLimit`, `enforceNodeAllocatable`, and whether cgroups are
-    /// managed at all ([`CmMode::Auto`](crate::cm::CmMode): not with the mock
+    /// managed at all (`CmMode::Auto`: not with the mock
     /// runtime, not without a writable cgroupfs).
     ///
     /// ```
@@ -674,7 +674,6 @@ mod tests {
             ("--cgroup-root=relative", "--cgroup-root"),
             ("--enforce-node-allocatable=pods,bogus", "--enforce-node-allocatable"),
             ("--enforce-node-allocatable=none,pods", "--enforce-node-allocatable"),
-
         ] {
             let e = KubeletConfig::from_flags(&flags(&[arg]), "h").unwrap_err();
             assert_eq!(e.field, field, "{arg}");
@@ -729,12 +728,9 @@ mod tests {
         assert!(c.enforce_node_allocatable.is_empty());
         let e = KubeletConfig::from_flags(&flags(&["--cgroups-per-qos=false"]), "h").unwrap_err();
         assert_eq!(e.field, "--enforce-node-allocatable", "pods needs cgroupsPerQOS");
-        let c = KubeletConfig::from_flags(
-            &flags(&["--cgroups-per-qos=false", "--enforce-node-allocatable="]),
-            "h",
-        )
-        .unwrap()
-        .cgroups;
+        let c = KubeletConfig::from_flags(&flags(&["--cgroups-per-qos=false", "--enforce-node-allocatable="]), "h")
+            .unwrap()
+            .cgroups;
         assert!(!c.naming.cgroups_per_qos);
     }
 }
