@@ -95,7 +95,10 @@ struct Inner {
     runtime: Option<SharedRuntime>,
     pods: PodManager,
     node: NodeCapacity,
-    active: tokio::sync::OnceCell<bool>,
+    /// The on/off decision, once made.
+    active: std::sync::OnceLock<bool>,
+    /// Held while deciding (one decision at a time).
+    deciding: tokio::sync::Mutex<()>,
 }
 
 /// The shared container manager handle (cheap to clone; restart-safe: it
@@ -136,7 +139,8 @@ impl ContainerManager {
                 runtime,
                 pods,
                 node,
-                active: tokio::sync::OnceCell::new(),
+                active: std::sync::OnceLock::new(),
+                deciding: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -168,30 +172,65 @@ impl ContainerManager {
     }
 
     /// Decides once whether cgroups are managed and creates the QoS
-    /// hierarchy; later calls return the decision.
+    /// hierarchy; later calls return the decision. While the runtime does
+    /// not answer `Version` nothing is decided (false now, asked again on
+    /// the next call): a mock that is down must not get host cgroups.
     pub async fn start(&self) -> bool {
-        *self.inner.active.get_or_init(|| self.decide_and_setup()).await
+        if let Some(active) = self.inner.active.get() {
+            return *active;
+        }
+        let _deciding = self.inner.deciding.lock().await;
+        if let Some(active) = self.inner.active.get() {
+            return *active;
+        }
+        match self.decide_and_setup().await {
+            Some(active) => *self.inner.active.get_or_init(|| active),
+            None => false,
+        }
     }
 
-    async fn decide_and_setup(&self) -> bool {
+    async fn decide_and_setup(&self) -> Option<bool> {
+        self.decide().await?;
+        Some(self.setup().await)
+    }
+
+    /// `Some(())` when cgroups should be managed, `None` when undecided;
+    /// a definitive "off" is stored here.
+    async fn decide(&self) -> Option<()> {
+        let off = |why: &str| {
+            tracing::info!("container manager off: {why}");
+            let _ = self.inner.active.set(false);
+            None
+        };
         let c = &self.inner.config;
         if c.mode == CmMode::Off {
-            tracing::info!("container manager off: cgroups are left to the runtime");
-            return false;
+            return off("cgroups are left to the runtime");
         }
         if !c.naming.cgroups_per_qos {
-            tracing::info!("container manager off: cgroupsPerQOS is false, pods get no kubelet cgroup");
-            return false;
+            return off("cgroupsPerQOS is false, pods get no kubelet cgroup");
         }
         if let Some(rt) = &self.inner.runtime {
             let version = tokio::time::timeout(VERSION_DEADLINE, rt.version(v1::VersionRequest::default())).await;
-            if let Ok(Ok(v)) = version
-                && v.runtime_name == crate::cri::mock::RUNTIME_NAME
-            {
-                tracing::info!("container manager off: the runtime is the mock, it runs no cgroups");
-                return false;
+            match version {
+                Ok(Ok(v)) if v.runtime_name == crate::cri::mock::RUNTIME_NAME => {
+                    return off("the runtime is the mock, it runs no cgroups");
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "container manager undecided: the runtime did not answer Version");
+                    return None;
+                }
+                Err(_) => {
+                    tracing::debug!("container manager undecided: Version timed out");
+                    return None;
+                }
             }
         }
+        Some(())
+    }
+
+    async fn setup(&self) -> bool {
+        let c = &self.inner.config;
         if c.naming.driver == CgroupDriver::Systemd {
             tracing::warn!(
                 "cgroupDriver systemd: kubelet cgroups get systemd slice names but are created as cgroupfs \

@@ -217,3 +217,21 @@ async fn a_pod_cgroup_error_names_the_path() {
     let e = m.ensure_pod(&guaranteed("bad")).await.unwrap_err();
     assert!(e.to_string().contains("kubepods/podbad"), "{e}");
 }
+
+#[tokio::test]
+async fn a_runtime_that_does_not_answer_leaves_the_decision_open() {
+    let t = v1_tree();
+    let mock = crate::cri::mock::MockRuntime::new();
+    mock.set_down(true);
+    let shared: SharedRuntime = Arc::new(mock.clone());
+    let m = manager(&t, CmConfig::default(), Some(shared), PodManager::new());
+    assert!(!m.start().await);
+    assert_eq!(m.is_active(), None, "undecided while the runtime is down");
+    assert!(
+        !t.path().join("cpu/kubepods").exists(),
+        "no host cgroups for a runtime that may be the mock"
+    );
+    mock.set_down(false);
+    assert!(!m.start().await);
+    assert_eq!(m.is_active(), Some(false), "the mock answered: off for good");
+}
