@@ -235,7 +235,8 @@ pub fn is_node_critical_pod(pod: &Pod) -> bool {
 
 /// Upstream `GetContainerOOMScoreAdjust`: Guaranteed and node-critical −997,
 /// BestEffort 1000, Burstable `1000 − 1000·memoryRequest/memoryCapacity`
-/// clamped to `[1000 − 997, 999]` = `[3, 999]`.
+/// clamped to `[1000 − 997, 999]` = `[3, 999]`; a sidecar gets at most
+/// the lowest score of the regular containers.
 ///
 /// containerd here runs with `restrict_oom_score_adj = true`, so it raises a
 /// negative value to its own score; the kubelet still sends upstream's value.
@@ -248,10 +249,19 @@ pub fn container_oom_score_adj(pod: &Pod, container: &Container, memory_capacity
         QosClass::BestEffort => return BEST_EFFORT_OOM_SCORE_ADJ,
         QosClass::Burstable => {}
     }
-    let memory_request = request(container, MEMORY).map(|q| q.value()).unwrap_or(0);
     let capacity = memory_capacity.max(1);
-    let adj = 1000 - (1000i128 * i128::from(memory_request) / i128::from(capacity));
-    let adj = i64::try_from(adj).unwrap_or(i64::MIN);
+    let raw = |c: &Container| {
+        let memory_request = request(c, MEMORY).map(|q| q.value()).unwrap_or(0);
+        let adj = 1000 - (1000i128 * i128::from(memory_request) / i128::from(capacity));
+        i64::try_from(adj).unwrap_or(i64::MIN)
+    };
+    let mut adj = raw(container);
+    // A sidecar (restartable init container) is killed no sooner than the
+    // regular container least likely to be killed.
+    if container.restart_policy.as_deref() == Some("Always") {
+        let regular = pod.spec.iter().flat_map(|s| s.containers.iter());
+        adj = regular.map(raw).fold(adj, i64::min);
+    }
     if adj < 1000 + GUARANTEED_OOM_SCORE_ADJ {
         1000 + GUARANTEED_OOM_SCORE_ADJ
     } else if adj == BEST_EFFORT_OOM_SCORE_ADJ {
