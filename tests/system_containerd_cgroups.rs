@@ -190,5 +190,15 @@ async fn memory_hog_is_oom_killed_and_restarted() {
         );
     }
     env.note(format!("OOMKilled, restartCount {}", c.restart_count));
+    // the OOM watcher read the kill from /dev/kmsg (a cgroup OOM: logged, no SystemOOM event)
+    if std::fs::File::open("/dev/kmsg").is_ok() {
+        env.wait_for("the OOM watcher saw the kill", Duration::from_secs(10), async || {
+            let log = env.log_tail(2000);
+            log.lines()
+                .any(|l| l.contains("OOM kill inside a cgroup limit") && l.contains(&pod_cgroup))
+                .then_some(())
+        })
+        .await;
+    }
     env.remove_manifest("hog.yaml");
 }

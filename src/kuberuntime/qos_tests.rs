@@ -249,6 +249,14 @@ spec:
     let spec = p.spec.as_ref().unwrap();
     let init = spec.init_containers.as_ref().unwrap();
     assert_eq!(container_oom_score_adj(&p, &spec.containers[0], 4 * GI), 500);
-    assert_eq!(container_oom_score_adj(&p, &init[0], 4 * GI), 500, "sidecar: the big container's score");
-    assert_eq!(container_oom_score_adj(&p, &init[1], 4 * GI), 997, "a regular init container: its own");
+    assert_eq!(
+        container_oom_score_adj(&p, &init[0], 4 * GI),
+        500,
+        "sidecar: the big container's score"
+    );
+    assert_eq!(
+        container_oom_score_adj(&p, &init[1], 4 * GI),
+        997,
+        "a regular init container: its own"
+    );
 }
