@@ -202,3 +202,53 @@ async fn memory_hog_is_oom_killed_and_restarted() {
     }
     env.remove_manifest("hog.yaml");
 }
+
+/// actlet is killed with SIGKILL while a pod runs; its manifest is removed
+/// meanwhile; the restarted actlet kills the pod and removes its pod cgroup
+/// (no orphan), while a pod that stays keeps its cgroup and its limits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_cgroup_is_removed_after_a_kill_9_restart() {
+    let Some(mut env) = Env::start("pod_cgroup_is_removed_after_a_kill_9_restart", "cgk9").await else {
+        return;
+    };
+    if !is_v1() {
+        env.note("cgroup v2 host: skipping the v1 path checks");
+        return;
+    }
+    let r = "{limits: {cpu: 100m, memory: 32Mi}}";
+    env.write_manifest("stay.yaml", &pod_yaml("stay", r, r#"["sleep", "3600"]"#));
+    env.write_manifest("go.yaml", &pod_yaml("go", r, r#"["sleep", "3600"]"#));
+    let stay = env.wait_pod("stay", "Running", Duration::from_secs(60), running).await;
+    let go = env.wait_pod("go", "Running", Duration::from_secs(60), running).await;
+    let (stay_cg, go_cg) = (
+        format!("kubepods/pod{}", uid(&stay)),
+        format!("kubepods/pod{}", uid(&go)),
+    );
+    assert_eq!(
+        read(cg("memory", &go_cg, "memory.limit_in_bytes")),
+        (32 * MI).to_string()
+    );
+
+    env.kill_9();
+    env.remove_manifest("go.yaml");
+    env.restart().await;
+    let started = std::time::Instant::now();
+    env.wait_for("go's pod cgroup removed", Duration::from_secs(180), async || {
+        ["cpu", "memory", "pids"]
+            .iter()
+            .all(|c| !Path::new(MOUNT).join(c).join(&go_cg).exists())
+            .then_some(())
+    })
+    .await;
+    env.note(format!(
+        "orphan pod cgroup removed {:.1?} after the restart",
+        started.elapsed()
+    ));
+    assert_eq!(
+        read(cg("memory", &stay_cg, "memory.limit_in_bytes")),
+        (32 * MI).to_string(),
+        "the adopted pod keeps its cgroup and limits"
+    );
+    assert_eq!(read(cg("cpu", &stay_cg, "cpu.cfs_quota_us")), "10000");
+    env.remove_manifest("stay.yaml");
+}
