@@ -145,6 +145,27 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "RESOURCE=QUANTITY,...")]
     pub system_reserved: Vec<String>,
 
+    /// Create the kubepods QoS cgroup hierarchy and a cgroup per pod (cgroupsPerQOS).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub cgroups_per_qos: bool,
+
+    /// Root cgroup of the pods' hierarchy, '/' by default (cgroupRoot).
+    #[arg(long, value_name = "PATH", default_value = "/")]
+    pub cgroup_root: String,
+
+    /// How the kubelet names and manages cgroups: cgroupfs or systemd (cgroupDriver).
+    #[arg(long, value_name = "DRIVER", default_value = "cgroupfs")]
+    pub cgroup_driver: String,
+
+    /// Maximum number of processes per pod; -1 unlimited (podPidsLimit).
+    #[arg(long, value_name = "N", default_value_t = -1, allow_negative_numbers = true)]
+    pub pod_max_pids: i64,
+
+    /// Node allocatable levels to enforce, comma-separated: pods, or none (enforceNodeAllocatable).
+    #[arg(long, value_name = "LEVEL,...", value_delimiter = ',', default_value = "pods")]
+    pub enforce_node_allocatable: Vec<String>,
+
     /// How often the node status is computed and posted when changed (nodeStatusUpdateFrequency).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub node_status_update_frequency: Duration,

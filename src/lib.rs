@@ -41,6 +41,8 @@ pub mod cli;
 pub mod clock;
 pub mod cluster;
 #[doc(hidden)]
+pub mod cm;
+#[doc(hidden)]
 pub mod config;
 pub mod cri;
 pub mod embed;

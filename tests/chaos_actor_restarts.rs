@@ -181,4 +181,6 @@ chaos! {
     pod_workers_supervisor_restart_goes_unnoticed => "pod-workers",
     container_gc_restart_goes_unnoticed => "container-gc",
     image_gc_restart_goes_unnoticed => "image-gc",
+    container_manager_restart_goes_unnoticed => "container-manager",
+    oom_watcher_restart_goes_unnoticed => "oom-watcher",
 }

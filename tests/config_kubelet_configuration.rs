@@ -219,7 +219,8 @@ fn kubeadm_config_is_accepted_with_one_warning_per_unhonoured_setting() {
         "unix:///run/containerd/containerd.sock"
     );
     let named: BTreeSet<&str> = r.warnings.iter().map(|w| w.split(':').next().unwrap()).collect();
-    let expected: BTreeSet<&str> = ["cgroupDriver", "resolvConf", "rotateCertificates"].into();
+    let expected: BTreeSet<&str> = ["resolvConf", "rotateCertificates"].into();
+    assert_eq!(r.flags.cgroup_driver, "systemd", "cgroupDriver is honoured");
     // honoured: the API server's auth and the cluster DNS
     assert!(!r.flags.anonymous_auth && r.flags.authentication_token_webhook);
     assert_eq!(r.flags.authorization_mode, "Webhook");
@@ -247,8 +248,8 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
     let named: BTreeSet<&str> = r.warnings.iter().map(|w| w.split(':').next().unwrap()).collect();
     assert_eq!(r.flags.authorization_mode, "Webhook");
     assert!(!r.flags.anonymous_auth);
+    assert_eq!(config.cgroups.naming.driver, actlet::cm::CgroupDriver::Systemd);
     for field in [
-        "cgroupDriver",
         "volumePluginDir",
         "evictionHard",
         "containerLogMaxSize",

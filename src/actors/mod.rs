@@ -55,6 +55,8 @@
 //! | `prober` | `src/prober/manager.rs` | `ProbeStore` | PLEG events |
 //! | `pod-config` | `src/config/pod_config.rs` | `PodConfigState` (the merge) | `SourceSnapshot`, `GetManifestErrors` |
 //! | `container-gc`, `image-gc` | `src/gc/container_actor.rs`, `src/gc/image_actor.rs` | `GcState` (image records, failure streaks) | (timers) |
+//! | `container-manager` | `src/cm/actor.rs` | `ContainerManager` (the on/off decision, cgroupfs) | (QoS update timer) |
+//! | `oom-watcher` | `src/cm/oom_watcher.rs` | `OomState` (last kmsg record, partial kill) | (kmsg read timer) |
 //! | `file-source`, `http-source` | `src/config/file_source.rs`, `src/config/http_source.rs` | last good manifests | (inotify, timers) |
 //! | `node` | `src/cluster/node/actor.rs` | `NodeHandle` | runtime health changes |
 //! | `node-lease` | `src/cluster/lease/actor.rs` | nothing | (renew timer) |

@@ -20,13 +20,17 @@ pub const CGROUP_MOUNT: &str = "/sys/fs/cgroup";
 
 /// Every `pod<uid>` directory under `kubepods`, `kubepods/burstable` and
 /// `kubepods/besteffort` of the unified hierarchy at `mount` or of any
-/// hierarchy mounted below it (cgroup v1: one per controller).
+/// hierarchy mounted below it (cgroup v1: one per controller), and the
+/// pod slices of the systemd driver's `kubepods.slice`.
 pub fn find_pod_cgroups(mount: &Path) -> Vec<(PodUid, PathBuf)> {
     let mut bases = vec![mount.to_path_buf()];
     if let Ok(rd) = std::fs::read_dir(mount) {
         bases.extend(rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()));
     }
     let mut out = vec![];
+    for base in &bases {
+        out.extend(find_systemd_pod_cgroups(base));
+    }
     for base in bases {
         for qos in ["", "burstable", "besteffort"] {
             let dir = base.join("kubepods").join(qos);
@@ -45,6 +49,35 @@ pub fn find_pod_cgroups(mount: &Path) -> Vec<(PodUid, PathBuf)> {
         }
     }
     out.sort_by(|a, b| a.1.cmp(&b.1));
+    out
+}
+
+/// The `--cgroup-driver=systemd` layout under `base`:
+/// `kubepods.slice[/kubepods-<qos>.slice]/kubepods[-<qos>]-pod<uid>.slice`,
+/// the uid's `-` written `_` ([`CgroupName::to_systemd`](crate::cm::names::CgroupName::to_systemd)).
+fn find_systemd_pod_cgroups(base: &Path) -> Vec<(PodUid, PathBuf)> {
+    let mut out = vec![];
+    for (dir, prefix) in [
+        ("kubepods.slice", "kubepods-pod"),
+        ("kubepods.slice/kubepods-burstable.slice", "kubepods-burstable-pod"),
+        ("kubepods.slice/kubepods-besteffort.slice", "kubepods-besteffort-pod"),
+    ] {
+        let Ok(rd) = std::fs::read_dir(base.join(dir)) else {
+            continue;
+        };
+        for e in rd.filter_map(|e| e.ok()) {
+            let name = e.file_name();
+            let uid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix))
+                .and_then(|n| n.strip_suffix(".slice"));
+            if let Some(uid) = uid.filter(|u| !u.is_empty())
+                && e.path().is_dir()
+            {
+                out.push((PodUid::new(uid.replace('_', "-")), e.path()));
+            }
+        }
+    }
     out
 }
 
@@ -121,6 +154,25 @@ mod tests {
                 ("g1".into(), "memory/kubepods/podg1".into()),
             ]
         );
+    }
+
+    #[test]
+    fn finds_systemd_driver_pod_slices() {
+        let t = tempfile::tempdir().unwrap();
+        for d in [
+            "memory/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-poda_b_c.slice",
+            "cpu/kubepods.slice/kubepods-podg_1.slice",
+            "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pode.slice",
+            "memory/kubepods.slice/kubepods-burstable.slice/other.slice",
+        ] {
+            std::fs::create_dir_all(t.path().join(d)).unwrap();
+        }
+        let mut uids: Vec<String> = find_pod_cgroups(t.path())
+            .into_iter()
+            .map(|(u, _)| u.as_str().to_string())
+            .collect();
+        uids.sort();
+        assert_eq!(uids, ["a-b-c", "e", "g-1"]);
     }
 
     #[test]

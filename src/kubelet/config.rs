@@ -224,6 +224,18 @@ pub struct KubeletConfig {
     /// assert_eq!(c.system_reserved, Default::default());
     /// ```
     pub system_reserved: Reserved,
+    /// The container manager: `cgroupsPerQOS`, `cgroupRoot`, `cgroupDriver`,
+    /// `podPidsLimit`, `enforceNodeAllocatable`, and whether cgroups are
+    /// managed at all (`CmMode::Auto`: not with the mock
+    /// runtime, not without a writable cgroupfs).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.cgroups.naming.cgroups_per_qos);
+    /// assert_eq!(c.cgroups.pod_pids_limit, -1);
+    /// c.cgroups.mode = actlet::cm::CmMode::Off; // leave cgroups to the runtime
+    /// ```
+    pub cgroups: crate::cm::CmConfig,
     /// How often the node status is computed and written when changed
     /// (`nodeStatusUpdateFrequency`, 10 s).
     ///
@@ -394,6 +406,7 @@ impl KubeletConfig {
             register_with_taints: vec![],
             kube_reserved: Reserved::default(),
             system_reserved: Reserved::default(),
+            cgroups: crate::cm::CmConfig::default(),
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
             container_gc_policy: crate::gc::ContainerGcPolicy::default(),
@@ -511,6 +524,7 @@ impl KubeletConfig {
             parse_taints(&flags.register_with_taints).map_err(invalid("--register-with-taints"))?;
         c.kube_reserved = parse_reserved(&flags.kube_reserved).map_err(invalid("--kube-reserved"))?;
         c.system_reserved = parse_reserved(&flags.system_reserved).map_err(invalid("--system-reserved"))?;
+        c.cgroups = cgroup_settings(flags)?;
         if flags.node_status_update_frequency.is_zero() {
             return Err(ConfigError {
                 field: "--node-status-update-frequency",
@@ -547,6 +561,69 @@ impl KubeletConfig {
         c.authorization.webhook.cache_unauthorized_ttl = flags.authorization_webhook_cache_unauthorized_ttl;
         Ok(c)
     }
+}
+
+/// Upstream's `enforceNodeAllocatable` levels.
+const ENFORCE_LEVELS: &[&str] = &[
+    "pods",
+    "system-reserved",
+    "kube-reserved",
+    "system-reserved-compressible",
+    "kube-reserved-compressible",
+    "none",
+];
+
+/// The container manager settings of the flags, validated as upstream.
+fn cgroup_settings(flags: &KubeletFlags) -> Result<crate::cm::CmConfig, ConfigError> {
+    use crate::cm::{CgroupDriver, CgroupNaming, CmConfig, names::CgroupName};
+    let invalid = |field: &'static str| move |reason: String| ConfigError { field, reason };
+    let driver = CgroupDriver::parse(&flags.cgroup_driver).map_err(invalid("--cgroup-driver"))?;
+    if !flags.cgroup_root.starts_with('/') {
+        return Err(ConfigError {
+            field: "--cgroup-root",
+            reason: format!("{:?} must be an absolute path", flags.cgroup_root),
+        });
+    }
+    let levels: Vec<String> = flags
+        .enforce_node_allocatable
+        .iter()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    for l in &levels {
+        if !ENFORCE_LEVELS.contains(&l.as_str()) {
+            return Err(ConfigError {
+                field: "--enforce-node-allocatable",
+                reason: format!("invalid option {l:?}, valid options are {ENFORCE_LEVELS:?}"),
+            });
+        }
+    }
+    if levels.iter().any(|l| l == "none") && levels.len() > 1 {
+        return Err(ConfigError {
+            field: "--enforce-node-allocatable",
+            reason: "\"none\" cannot be combined with other options".into(),
+        });
+    }
+    let levels: Vec<String> = levels.into_iter().filter(|l| l != "none").collect();
+    if !flags.cgroups_per_qos && !levels.is_empty() {
+        return Err(ConfigError {
+            field: "--enforce-node-allocatable",
+            reason: "is not supported unless --cgroups-per-qos is true".into(),
+        });
+    }
+    if levels.iter().any(|l| l != "pods") {
+        tracing::warn!(levels = ?levels, "enforceNodeAllocatable: only \"pods\" is enforced; systemReservedCgroup/kubeReservedCgroup are not implemented");
+    }
+    Ok(CmConfig {
+        naming: CgroupNaming {
+            root: CgroupName::parse(&flags.cgroup_root, driver),
+            cgroups_per_qos: flags.cgroups_per_qos,
+            driver,
+        },
+        pod_pids_limit: flags.pod_max_pids,
+        enforce_node_allocatable: levels,
+        ..CmConfig::default()
+    })
 }
 
 #[cfg(test)]
@@ -593,6 +670,10 @@ mod tests {
             ("--kube-reserved=cpu=many", "--kube-reserved"),
             ("--system-reserved=disk=1", "--system-reserved"),
             ("--node-status-update-frequency=0s", "--node-status-update-frequency"),
+            ("--cgroup-driver=docker", "--cgroup-driver"),
+            ("--cgroup-root=relative", "--cgroup-root"),
+            ("--enforce-node-allocatable=pods,bogus", "--enforce-node-allocatable"),
+            ("--enforce-node-allocatable=none,pods", "--enforce-node-allocatable"),
         ] {
             let e = KubeletConfig::from_flags(&flags(&[arg]), "h").unwrap_err();
             assert_eq!(e.field, field, "{arg}");
@@ -624,5 +705,32 @@ mod tests {
         let d = KubeletConfig::from_flags(&flags(&[]), "h").unwrap();
         assert!(d.register_node);
         assert_eq!(d.node_status_update_frequency, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn cgroup_flags_reach_the_container_manager() {
+        let d = KubeletConfig::from_flags(&flags(&[]), "h").unwrap().cgroups;
+        assert_eq!(d, crate::cm::CmConfig::default());
+        let c = KubeletConfig::from_flags(
+            &flags(&[
+                "--cgroup-driver=systemd",
+                "--cgroup-root=/actlet.slice",
+                "--pod-max-pids=512",
+                "--enforce-node-allocatable=none",
+            ]),
+            "h",
+        )
+        .unwrap()
+        .cgroups;
+        assert_eq!(c.naming.driver, crate::cm::CgroupDriver::Systemd);
+        assert_eq!(c.naming.root.0, ["actlet"]);
+        assert_eq!(c.pod_pids_limit, 512);
+        assert!(c.enforce_node_allocatable.is_empty());
+        let e = KubeletConfig::from_flags(&flags(&["--cgroups-per-qos=false"]), "h").unwrap_err();
+        assert_eq!(e.field, "--enforce-node-allocatable", "pods needs cgroupsPerQOS");
+        let c = KubeletConfig::from_flags(&flags(&["--cgroups-per-qos=false", "--enforce-node-allocatable="]), "h")
+            .unwrap()
+            .cgroups;
+        assert!(!c.naming.cgroups_per_qos);
     }
 }

@@ -12,6 +12,7 @@
 //! ├── pleg                  relist every 1 s → pod cache + events
 //! ├── sync-loop             updates, events, ticks, housekeeping
 //! ├── pod-config            merges the sources
+//! ├── container-manager / oom-watcher   QoS and pod cgroups; kernel OOM kills
 //! ├── container-gc / image-gc   dead containers, sandboxes, logs; unused images
 //! ├── file-source / http-source
 //! ├── node / node-lease / api-source / mirror-pods   (cluster; see [`crate::cluster`])
@@ -232,6 +233,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         allocatable_memory: ParsedQuantity::from_units(facts.memory_bytes),
         cluster_dns: config.cluster_dns.clone(),
         cluster_domain: config.cluster_domain.clone(),
+        cgroup_naming: config.cgroups.naming.clone(),
         ..RuntimeManagerConfig::default()
     };
     let pods = PodManager::new();
@@ -303,6 +305,15 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         .intensity(1000, Duration::from_secs(60))
         .into_child_spec();
     let workers_sup_ref: ChildRef<_> = workers_sup.child_ref();
+    let cm = crate::cm::assemble(crate::cm::CmInputs {
+        config: &config,
+        runtime: runtime.clone(),
+        pods: pods.clone(),
+        cpus: facts.cpus,
+        memory_bytes: facts.memory_bytes,
+        cpu_cfs_quota: manager.config().cpu_cfs_quota,
+        events: events.clone(),
+    });
     let deps = WorkerDeps {
         runtime: manager,
         cache: cache.clone(),
@@ -314,6 +325,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         wall_clock: config.wall_clock.clone(),
         probes: probe_store.clone(),
         volumes: volumes.handle.clone(),
+        cgroups: cm.handle,
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
@@ -436,6 +448,9 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         .child(probe_workers)
         .child(prober)
         .child(pod_config);
+    for spec in cm.children {
+        root = root.child(spec);
+    }
     for spec in crate::gc::children(crate::gc::GcInputs {
         config: &config,
         runtime: runtime.clone(),

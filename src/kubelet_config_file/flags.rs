@@ -149,6 +149,25 @@ pub fn overlay(
     if set("system_reserved", "systemReserved", "--system-reserved") {
         kc.system_reserved = Some(map_of(&flags.system_reserved));
     }
+    if set("cgroups_per_qos", "cgroupsPerQOS", "--cgroups-per-qos") {
+        kc.cgroups_per_qos = Some(flags.cgroups_per_qos);
+    }
+    if set("cgroup_root", "cgroupRoot", "--cgroup-root") {
+        kc.cgroup_root = Some(flags.cgroup_root.clone());
+    }
+    if set("cgroup_driver", "cgroupDriver", "--cgroup-driver") {
+        kc.cgroup_driver = Some(flags.cgroup_driver.clone());
+    }
+    if set("pod_max_pids", "podPidsLimit", "--pod-max-pids") {
+        kc.pod_pids_limit = Some(flags.pod_max_pids);
+    }
+    if set(
+        "enforce_node_allocatable",
+        "enforceNodeAllocatable",
+        "--enforce-node-allocatable",
+    ) {
+        kc.enforce_node_allocatable = Some(flags.enforce_node_allocatable.clone());
+    }
     if set(
         "node_status_update_frequency",
         "nodeStatusUpdateFrequency",
@@ -284,6 +303,18 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.kube_reserved = kc.kube_reserved.as_ref().map(pairs).unwrap_or_default();
     f.system_reserved = kc.system_reserved.as_ref().map(pairs).unwrap_or_default();
     f.register_node = kc.register_node.unwrap_or(f.register_node);
+    f.cgroups_per_qos = kc.cgroups_per_qos.unwrap_or(f.cgroups_per_qos);
+    if let Some(root) = non_empty(&kc.cgroup_root) {
+        f.cgroup_root = root;
+    }
+    if let Some(driver) = non_empty(&kc.cgroup_driver) {
+        f.cgroup_driver = driver;
+    }
+    f.pod_max_pids = kc.pod_pids_limit.unwrap_or(f.pod_max_pids);
+    if let Some(levels) = &kc.enforce_node_allocatable {
+        f.enforce_node_allocatable = levels.clone();
+    }
+
     if let Some(v) = kc.logging.as_ref().and_then(|l| l.verbosity) {
         f.verbosity = u8::try_from(v).unwrap_or(u8::MAX);
     }

@@ -49,6 +49,8 @@ pub struct RuntimeManagerConfig {
     pub serialize_image_pulls: bool,
     /// The CRI runtime handler for `RunPodSandbox` (`""`: the default).
     pub runtime_handler: String,
+    /// How pod cgroup parents are named (`cgroupRoot`, `cgroupsPerQOS`, `cgroupDriver`).
+    pub cgroup_naming: crate::cm::CgroupNaming,
 }
 
 impl Default for RuntimeManagerConfig {
@@ -69,6 +71,7 @@ impl Default for RuntimeManagerConfig {
             seccomp_default: false,
             serialize_image_pulls: true,
             runtime_handler: String::new(),
+            cgroup_naming: crate::cm::CgroupNaming::default(),
         }
     }
 }

@@ -51,4 +51,4 @@ pub use sync_pod::SyncPodOptions;
 pub use sync_result::{PodSyncResult, SyncAction, SyncError, SyncErrorReason, SyncResult};
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;

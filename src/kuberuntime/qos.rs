@@ -123,7 +123,8 @@ fn requests_and_limits(c: &Container) -> (Amounts<'_>, Amounts<'_>) {
 
 /// The pod's QoS class: `status.qosClass` when set, else computed from the
 /// spec exactly as upstream `ComputePodQOS` (init containers included; only
-/// cpu and memory count; zero quantities are ignored).
+/// cpu and memory count; zero quantities are ignored); pod-level
+/// `spec.resources` (KEP-2837), when set, decide alone.
 pub fn pod_qos(pod: &Pod) -> QosClass {
     if let Some(class) = pod
         .status
@@ -136,7 +137,27 @@ pub fn pod_qos(pod: &Pod) -> QosClass {
     let mut requests: BTreeMap<&str, ParsedQuantity> = BTreeMap::new();
     let mut limits: BTreeMap<&str, ParsedQuantity> = BTreeMap::new();
     let mut guaranteed = true;
-    for c in all_containers(pod) {
+    if let Some((reqs, lims)) = pod_level_resources(pod) {
+        // KEP-2837: pod-level resources alone decide the class.
+        for (name, q) in reqs {
+            requests.insert(name, q);
+        }
+        let mut found = (false, false);
+        for (name, q) in lims {
+            found.0 |= name == CPU;
+            found.1 |= name == MEMORY;
+            limits.insert(name, q);
+        }
+        if !limits.is_empty() && found != (true, true) {
+            guaranteed = false;
+        }
+    }
+    let containers = if requests.is_empty() && limits.is_empty() {
+        all_containers(pod).collect()
+    } else {
+        vec![]
+    };
+    for c in containers {
         let (reqs, lims) = requests_and_limits(c);
         for (name, q) in reqs {
             if (name == CPU || name == MEMORY) && q > ParsedQuantity::ZERO {
@@ -170,6 +191,32 @@ pub fn pod_qos(pod: &Pod) -> QosClass {
     QosClass::Burstable
 }
 
+/// Pod-level `spec.resources` (KEP-2837): the non-zero cpu and memory
+/// requests (defaulted from the limits, as the API server does) and
+/// limits, or `None` when the pod sets none.
+fn pod_level_resources(pod: &Pod) -> Option<(Amounts<'static>, Amounts<'static>)> {
+    let res = pod.spec.as_ref()?.resources.as_ref()?;
+    let pick = |m: Option<&BTreeMap<String, Quantity>>, name: &'static str| {
+        get(m, name).filter(|q| *q > ParsedQuantity::ZERO).map(|q| (name, q))
+    };
+    let limits: Amounts<'static> = [CPU, MEMORY]
+        .into_iter()
+        .filter_map(|n| pick(res.limits.as_ref(), n))
+        .collect();
+    let requests: Amounts<'static> = [CPU, MEMORY]
+        .into_iter()
+        .filter_map(|n| {
+            let set = res.requests.as_ref().is_some_and(|m| m.contains_key(n));
+            if set {
+                pick(res.requests.as_ref(), n)
+            } else {
+                limits.iter().find(|(l, _)| *l == n).copied()
+            }
+        })
+        .collect();
+    (!requests.is_empty() || !limits.is_empty()).then_some((requests, limits))
+}
+
 /// Upstream `IsCriticalPod`: static, mirror, or priority ≥ system-critical.
 pub fn is_critical_pod(pod: &Pod) -> bool {
     let annotations = pod.metadata.annotations.as_ref();
@@ -188,7 +235,8 @@ pub fn is_node_critical_pod(pod: &Pod) -> bool {
 
 /// Upstream `GetContainerOOMScoreAdjust`: Guaranteed and node-critical −997,
 /// BestEffort 1000, Burstable `1000 − 1000·memoryRequest/memoryCapacity`
-/// clamped to `[1000 − 997, 999]` = `[3, 999]`.
+/// clamped to `[1000 − 997, 999]` = `[3, 999]`; a sidecar gets at most
+/// the lowest score of the regular containers.
 ///
 /// containerd here runs with `restrict_oom_score_adj = true`, so it raises a
 /// negative value to its own score; the kubelet still sends upstream's value.
@@ -201,10 +249,19 @@ pub fn container_oom_score_adj(pod: &Pod, container: &Container, memory_capacity
         QosClass::BestEffort => return BEST_EFFORT_OOM_SCORE_ADJ,
         QosClass::Burstable => {}
     }
-    let memory_request = request(container, MEMORY).map(|q| q.value()).unwrap_or(0);
     let capacity = memory_capacity.max(1);
-    let adj = 1000 - (1000i128 * i128::from(memory_request) / i128::from(capacity));
-    let adj = i64::try_from(adj).unwrap_or(i64::MIN);
+    let raw = |c: &Container| {
+        let memory_request = request(c, MEMORY).map(|q| q.value()).unwrap_or(0);
+        let adj = 1000 - (1000i128 * i128::from(memory_request) / i128::from(capacity));
+        i64::try_from(adj).unwrap_or(i64::MIN)
+    };
+    let mut adj = raw(container);
+    // A sidecar (restartable init container) is killed no sooner than the
+    // regular container least likely to be killed.
+    if container.restart_policy.as_deref() == Some("Always") {
+        let regular = pod.spec.iter().flat_map(|s| s.containers.iter());
+        adj = regular.map(raw).fold(adj, i64::min);
+    }
     if adj < 1000 + GUARANTEED_OOM_SCORE_ADJ {
         1000 + GUARANTEED_OOM_SCORE_ADJ
     } else if adj == BEST_EFFORT_OOM_SCORE_ADJ {
@@ -217,11 +274,7 @@ pub fn container_oom_score_adj(pod: &Pod, container: &Container, memory_capacity
 /// The pod cgroup parent for the cgroupfs driver: `/kubepods/pod<uid>` for
 /// Guaranteed, `/kubepods/burstable/pod<uid>`, `/kubepods/besteffort/pod<uid>`.
 pub fn pod_cgroup_parent(qos: QosClass, uid: &str) -> String {
-    match qos {
-        QosClass::Guaranteed => format!("/kubepods/pod{uid}"),
-        QosClass::Burstable => format!("/kubepods/burstable/pod{uid}"),
-        QosClass::BestEffort => format!("/kubepods/besteffort/pod{uid}"),
-    }
+    crate::cm::CgroupNaming::default().pod_cgroup_parent(qos, uid)
 }
 
 /// Upstream `MilliCPUToShares`: `milli·1024/1000`, clamped to `[2, 262144]`.

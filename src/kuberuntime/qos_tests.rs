@@ -235,3 +235,28 @@ fn invalid_quantities_count_as_absent() {
     let r = container_resources(&p, &p.spec.as_ref().unwrap().containers[0], 2 * GI, true);
     assert_eq!((r.cpu_quota, r.memory_limit_in_bytes), (0, GI));
 }
+
+#[test]
+fn sidecar_oom_score_adj_is_at_most_the_lowest_regular_containers() {
+    let p = pod("metadata: {name: p, uid: u1}
+spec:
+  containers:
+  - {name: big, image: busybox, resources: {requests: {memory: 2Gi}, limits: {memory: 3Gi}}}
+  - {name: small, image: busybox, resources: {requests: {memory: 64Mi}}}
+  initContainers:
+  - {name: side, image: busybox, restartPolicy: Always, resources: {requests: {memory: 16Mi}}}
+  - {name: setup, image: busybox, resources: {requests: {memory: 16Mi}}}");
+    let spec = p.spec.as_ref().unwrap();
+    let init = spec.init_containers.as_ref().unwrap();
+    assert_eq!(container_oom_score_adj(&p, &spec.containers[0], 4 * GI), 500);
+    assert_eq!(
+        container_oom_score_adj(&p, &init[0], 4 * GI),
+        500,
+        "sidecar: the big container's score"
+    );
+    assert_eq!(
+        container_oom_score_adj(&p, &init[1], 4 * GI),
+        997,
+        "a regular init container: its own"
+    );
+}

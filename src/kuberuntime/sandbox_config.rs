@@ -10,7 +10,8 @@
 //! - port mappings from every container port (containerd maps those with a
 //!   `hostPort`);
 //! - labels and annotations ([`labels`](super::labels));
-//! - linux: cgroup parent by QoS class, security context, sysctls.
+//! - linux: cgroup parent by QoS class (as [`CgroupNaming`](crate::cm::CgroupNaming)
+//!   names it), security context, sysctls.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::config::RuntimeManagerConfig;
 use super::dns::pod_dns_config;
 use super::labels::{sandbox_annotations, sandbox_labels};
-use super::qos::{pod_cgroup_parent, pod_qos};
+use super::qos::pod_qos;
 use super::security_context::sandbox_security_context;
 use crate::cri::v1::{LinuxPodSandboxConfig, PodSandboxConfig, PodSandboxMetadata, PortMapping, Protocol};
 
@@ -218,7 +219,7 @@ pub fn generate_pod_sandbox_config(
         labels: sandbox_labels(pod),
         annotations: sandbox_annotations(pod),
         linux: Some(LinuxPodSandboxConfig {
-            cgroup_parent: pod_cgroup_parent(pod_qos(pod), &uid),
+            cgroup_parent: cfg.cgroup_naming.pod_cgroup_parent(pod_qos(pod), &uid),
             security_context: Some(sandbox_security_context(pod)),
             sysctls: sandbox_sysctls(pod),
             overhead: None,

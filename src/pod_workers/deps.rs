@@ -33,6 +33,8 @@ pub struct WorkerDeps {
     pub probes: crate::prober::store::ProbeStore,
     /// The volume manager (waits for a pod's volumes before its sync).
     pub volumes: crate::volumes::VolumeHandle,
+    /// The container manager (creates a pod's cgroup before its sandbox).
+    pub cgroups: crate::cm::ContainerManager,
 }
 
 impl std::fmt::Debug for WorkerDeps {

@@ -203,6 +203,21 @@ pub async fn sync_pod(
         });
         return out;
     }
+    // Upstream: the pod's cgroup exists, with its limits, before its sandbox.
+    if let Err(e) = deps.cgroups.ensure_pod(pod).await {
+        deps.runtime.events().pod_event(
+            pod,
+            None,
+            EventType::Warning,
+            "FailedToCreatePodContainer",
+            format!("unable to ensure pod container exists: {e}"),
+        );
+        out.error = Some(format!(
+            "failed to ensure that the pod: {} cgroups exist and are correctly applied: {e}",
+            pod_uid(pod)
+        ));
+        return out;
+    }
     // Upstream: wait for the pod's volumes (bounded) before the runtime sync.
     let volumes = match deps.volumes.prepare(pod).await {
         Ok(v) => v.map(Arc::new),

@@ -23,6 +23,7 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
         wall_clock: crate::clock::WallClock::system(),
         probes: Default::default(),
         volumes: crate::volumes::VolumeHandle::disabled(),
+        cgroups: crate::cm::ContainerManager::disabled(),
     }
 }
 
@@ -51,4 +52,43 @@ async fn an_unreadable_runtime_status_records_failed_sync() {
     assert_eq!(seen[0].message, format!("error determining status: {error}"));
     assert_eq!(seen[0].involved.name.as_deref(), Some("web"));
     assert_eq!(seen[0].involved.field_path, None);
+}
+
+#[tokio::test]
+async fn a_pod_cgroup_error_fails_the_sync_with_an_event_naming_the_path() {
+    use crate::cm::fs::{CgroupVersion, Cgroupfs};
+    let seen = Arc::new(Mutex::new(Vec::<RecordEvent>::new()));
+    let sink = seen.clone();
+    let events = EventRecorder::new(SupervisedRecipient::from_fn(move |e: RecordEvent| {
+        sink.lock().unwrap_or_else(|e| e.into_inner()).push(e)
+    }));
+    let mock = MockRuntime::new();
+    let mut deps = deps(&mock, events);
+    let t = tempfile::tempdir().unwrap();
+    let fs = Arc::new(Cgroupfs::new(t.path(), CgroupVersion::V2));
+    deps.cgroups = crate::cm::ContainerManager::new(
+        crate::cm::CmConfig::default(),
+        fs,
+        None,
+        PodManager::new(),
+        crate::cm::NodeCapacity::default(),
+    );
+    assert!(deps.cgroups.start().await);
+    // the pod's cgroup directory cannot be created: a file is in the way
+    std::fs::write(t.path().join("kubepods/besteffort/podu9"), "").unwrap();
+    let pod: Pod = serde_yaml_ng::from_str(
+        "metadata: {name: web, namespace: default, uid: u9}\nspec: {containers: [{name: app, image: busybox}]}",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new(), Default::default()).await;
+    let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
+    assert!(error.contains("kubepods/besteffort/podu9"), "{error}");
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    let ev = seen
+        .iter()
+        .find(|e| e.reason == "FailedToCreatePodContainer")
+        .unwrap_or_else(|| panic!("no event: {seen:?}"));
+    assert_eq!(ev.type_, EventType::Warning);
+    assert!(ev.message.contains("kubepods/besteffort/podu9"), "{}", ev.message);
+    assert_eq!(mock.call_count("RunPodSandbox"), 0, "no sandbox without its cgroup");
 }

@@ -246,6 +246,7 @@ pub struct Env {
     /// The authenticated HTTPS API's port (anonymous, AlwaysAllow: the flags' defaults).
     pub api_port: u16,
     child: Option<Child>,
+    extra_args: Vec<String>,
     http: reqwest::Client,
     // Last: released after the cleanup in `drop`.
     _serial: OwnedMutexGuard<()>,
@@ -255,6 +256,11 @@ impl Env {
     /// Sets up the test `test` (node `actsys-<short>-<pid>`) and starts actlet,
     /// or returns `None` when containerd tests are skipped.
     pub async fn start(test: &str, short: &str) -> Option<Self> {
+        Self::start_with(test, short, &[]).await
+    }
+
+    /// [`Env::start`] with extra actlet flags.
+    pub async fn start_with(test: &str, short: &str, extra_args: &[&str]) -> Option<Self> {
         let endpoint = endpoint(test)?;
         let serial = SERIAL.clone().lock_owned().await;
         let dir = tempfile::Builder::new()
@@ -275,6 +281,7 @@ impl Env {
             port: 0,
             api_port: 0,
             child: None,
+            extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(5))
                 .build()
@@ -338,6 +345,7 @@ impl Env {
             ])
             .args(["--healthz-port", "0", "--hostname-override", &self.node])
             .args(["--file-check-frequency", "1s", "--v", &verbosity])
+            .args(&self.extra_args)
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
