@@ -27,16 +27,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::actors::supervisor::SupervisedRecipient;
-use actix::{Actor, Context, Handler, Message, MessageResult};
+use actix::{Actor, Context, Handler, MessageResult};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::config::merge::PodStorage;
 use crate::messages::pod_update::{ManifestError, PodSource, PodUpdate, SourceSnapshot, SourcesReady};
 
-/// Query: the manifest errors of every source's latest snapshot.
-#[derive(Clone, Copy, Debug, Message)]
-#[rtype(result = "Vec<ManifestError>")]
-pub struct GetManifestErrors;
+pub use crate::messages::pod_update::GetManifestErrors;
 
 /// The latest manifest errors of every source, readable without a message
 /// round trip (the HTTP server shows them at `/debug/manifest-errors`).

@@ -178,3 +178,8 @@ pub struct PodUpdate {
 #[derive(Clone, Copy, Debug, Message)]
 #[rtype(result = "()")]
 pub struct SourcesReady;
+
+/// Anyone → PodConfig: the manifest errors of every source's latest snapshot.
+#[derive(Clone, Copy, Debug, actix::Message)]
+#[rtype(result = "Vec<ManifestError>")]
+pub struct GetManifestErrors;

@@ -179,3 +179,15 @@ pub enum WorkerState {
     /// Nothing runs; the worker can be forgotten.
     Terminated,
 }
+
+/// SyncLoop → PodWorkers: forget the workers of these pods (housekeeping:
+/// pods no longer desired whose workers have terminated).
+#[derive(Clone, Debug, Message)]
+#[rtype(result = "()")]
+pub struct ForgetWorkers(pub Vec<PodUid>);
+
+/// Anyone → PodWorkers: the lifecycle state of every known worker (the same
+/// as `PodSyncStatuses::states`, which readers should prefer).
+#[derive(Clone, Copy, Debug, Message)]
+#[rtype(result = "std::collections::HashMap<PodUid, WorkerState>")]
+pub struct GetWorkerStates;

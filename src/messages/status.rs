@@ -138,3 +138,24 @@ pub struct SubscribeStatus {
     /// Where to send changes.
     pub subscriber: Recipient<PodStatusChanged>,
 }
+
+/// Status manager → status syncer (through the status sync sink).
+#[derive(Clone, Debug, actix::Message)]
+#[rtype(result = "()")]
+pub enum StatusSyncEvent {
+    /// The pod's status changed: write the latest one.
+    Changed(crate::messages::PodUid),
+    /// The status manager forgot the pod: stop writing it.
+    Forgotten(crate::messages::PodUid),
+}
+
+/// Anyone → status syncer: re-check every pod now (as the periodic resync does).
+#[derive(Clone, Copy, Debug, Default, actix::Message)]
+#[rtype(result = "()")]
+pub struct ResyncStatuses;
+
+/// Anyone → mirror pods manager: compare static pods with mirror pods now
+/// (e.g. after the static pods changed).
+#[derive(Clone, Copy, Debug, Default, actix::Message)]
+#[rtype(result = "()")]
+pub struct SyncMirrorPods;

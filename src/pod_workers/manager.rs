@@ -22,8 +22,6 @@
 //! has terminated (upstream `allowStaticPodStart`), so the old and new
 //! control-plane pod never hold the same ports or data at once.
 
-use std::collections::HashMap;
-
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -45,17 +43,7 @@ use crate::status::pod_predicates::is_static_pod;
 /// so a small mailbox suffices).
 pub const WORKER_MAILBOX: usize = 64;
 
-/// SyncLoop → PodWorkers: forget the workers of these pods (housekeeping:
-/// pods no longer desired whose workers have terminated).
-#[derive(Clone, Debug, Message)]
-#[rtype(result = "()")]
-pub struct ForgetWorkers(pub Vec<PodUid>);
-
-/// Anyone → PodWorkers: the lifecycle state of every known worker (the same
-/// as [`PodSyncStatuses::states`], which readers should prefer).
-#[derive(Clone, Copy, Debug, Message)]
-#[rtype(result = "HashMap<PodUid, WorkerState>")]
-pub struct GetWorkerStates;
+pub use crate::messages::pod_work::{ForgetWorkers, GetWorkerStates};
 
 /// The pod workers manager actor.
 pub struct PodWorkers {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use tokio::time::Instant;
@@ -66,10 +66,7 @@ impl MirrorPodDeps {
     }
 }
 
-/// Compare static pods with mirror pods now (e.g. after the static pods changed).
-#[derive(Clone, Copy, Debug, Default, Message)]
-#[rtype(result = "()")]
-pub struct SyncMirrorPods;
+pub use crate::messages::status::SyncMirrorPods;
 
 /// What one action did.
 #[derive(Debug, Default)]

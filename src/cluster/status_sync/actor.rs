@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use kube::Client;
 
 use super::api::{SyncError, WriteOutcome, delete_pod, write_status};
@@ -74,20 +74,7 @@ impl StatusSyncDeps {
     }
 }
 
-/// Status manager → syncer (through [`StatusSyncSink`](super::StatusSyncSink)).
-#[derive(Clone, Debug, Message)]
-#[rtype(result = "()")]
-pub enum StatusSyncEvent {
-    /// The pod's status changed: write the latest one.
-    Changed(PodUid),
-    /// The status manager forgot the pod: stop writing it.
-    Forgotten(PodUid),
-}
-
-/// Re-check every pod now (as the periodic resync does).
-#[derive(Clone, Copy, Debug, Default, Message)]
-#[rtype(result = "()")]
-pub struct ResyncStatuses;
+pub use crate::messages::status::{ResyncStatuses, StatusSyncEvent};
 
 /// The status syncer actor (upstream `status.manager`'s sync half). See the
 /// [module docs](super).
