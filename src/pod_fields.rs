@@ -37,7 +37,7 @@ use Support::{Honoured, NotKubelet, NotYet};
 
 /// `PodSpec` fields.
 pub const POD_SPEC: &[(&str, Support)] = &[
-    ("activeDeadlineSeconds", NotYet),
+    ("activeDeadlineSeconds", Honoured),
     ("affinity", NotKubelet),
     ("automountServiceAccountToken", NotKubelet),
     ("containers", Honoured),
@@ -198,7 +198,7 @@ fn named(list: Option<&Value>) -> impl Iterator<Item = (&str, &Map<String, Value
 }
 
 /// The fields `pod` sets that actlet does not honour, as paths
-/// (`spec.activeDeadlineSeconds`, `spec.containers[app].volumeDevices`,
+/// (`spec.runtimeClassName`, `spec.containers[app].volumeDevices`,
 /// `spec.volumes[data].persistentVolumeClaim`), in spec order.
 ///
 /// ```
@@ -206,12 +206,12 @@ fn named(list: Option<&Value>) -> impl Iterator<Item = (&str, &Map<String, Value
 /// let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
 ///     "metadata": {"name": "web"},
 ///     "spec": {
-///         "activeDeadlineSeconds": 60,
+///         "runtimeClassName": "gvisor",
 ///         "containers": [{"name": "app", "image": "busybox"}],
 ///         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "tmp", "emptyDir": {}}]
 ///     }
 /// })).unwrap();
-/// assert_eq!(unsupported_fields(&pod), ["spec.activeDeadlineSeconds", "spec.volumes[data].persistentVolumeClaim"]);
+/// assert_eq!(unsupported_fields(&pod), ["spec.runtimeClassName", "spec.volumes[data].persistentVolumeClaim"]);
 /// ```
 pub fn unsupported_fields(pod: &Pod) -> Vec<String> {
     let mut out = Vec::new();
@@ -459,7 +459,7 @@ mod tests {
             assert!(known, "{path} reported but not NotYet in a table");
         }
         for must in [
-            "spec.activeDeadlineSeconds",
+            "spec.runtimeClassName",
             "spec.ephemeralContainers",
             "spec.containers[app].volumeDevices",
             "spec.containers[app].securityContext.appArmorProfile",

@@ -1,0 +1,94 @@
+//! The rest of the pod spec on the whole kubelet (mock CRI, paused time):
+//! `activeDeadlineSeconds`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actlet::cri::mock::{Behaviour, MockRuntime};
+use actlet::testing::{PodBuilder, TestNode, run_paused, wait_until};
+use k8s_openapi::api::core::v1::Pod;
+use tokio::time::Instant;
+
+/// (reason, message) of a recorded event.
+type Seen = (String, String);
+
+fn node(mock: MockRuntime) -> (TestNode, Arc<Mutex<Vec<Seen>>>) {
+    let events: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let log = events.clone();
+    let node = TestNode::builder()
+        .mock(mock)
+        .customize(move |b| b.on_event(move |e| log.lock().unwrap().push((e.reason, e.message))))
+        .start();
+    (node, events)
+}
+
+fn with_deadline(seconds: i64) -> Pod {
+    PodBuilder::new("web")
+        .uid("u-web")
+        .grace_period(5)
+        .container("app", "busybox:1.36", ["sleep", "3600"])
+        .modify(|p| p.spec.as_mut().unwrap().active_deadline_seconds = Some(seconds))
+        .build()
+}
+
+#[test]
+fn a_pod_past_its_active_deadline_is_failed_and_its_containers_killed() {
+    run_paused(async {
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let (node, events) = node(mock.clone());
+        node.set_pods(vec![with_deadline(30)]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let running_at = Instant::now();
+        node.wait_for_phase("default", "web", "Failed", Duration::from_secs(120))
+            .await
+            .unwrap();
+        // Synced again at the deadline, not at the next periodic resync (60 s).
+        let waited = running_at.elapsed();
+        assert!(waited <= Duration::from_secs(35), "failed only after {waited:?}");
+        let status = node.status("default", "web").unwrap();
+        assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+        assert_eq!(
+            status.message.as_deref(),
+            Some("Pod was active on the node longer than the specified deadline")
+        );
+        // The containers are killed (within the 5 s grace) after the Failed status.
+        let all_terminated = || {
+            let s = node
+                .status("default", "web")
+                .unwrap()
+                .container_statuses
+                .unwrap_or_default();
+            !s.is_empty()
+                && s.iter()
+                    .all(|c| c.state.as_ref().is_some_and(|s| s.terminated.is_some()))
+        };
+        wait_until(all_terminated, Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|_| panic!("containers still running: {}", node.describe("default", "web")));
+        assert_eq!(
+            node.status("default", "web").unwrap().reason.as_deref(),
+            Some("DeadlineExceeded")
+        );
+        assert!(
+            events.lock().unwrap().iter().any(|(r, m)| r == "DeadlineExceeded"
+                && m == "Pod was active on the node longer than the specified deadline"),
+            "no DeadlineExceeded event"
+        );
+    });
+}
+
+#[test]
+fn a_pod_within_its_deadline_keeps_running() {
+    run_paused(async {
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let (node, _) = node(mock);
+        node.set_pods(vec![with_deadline(3600)]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        assert_eq!(node.status("default", "web").unwrap().phase.as_deref(), Some("Running"));
+    });
+}
