@@ -92,3 +92,84 @@ fn a_pod_within_its_deadline_keeps_running() {
         assert_eq!(node.status("default", "web").unwrap().phase.as_deref(), Some("Running"));
     });
 }
+
+/// The pod's `app` container status once it has terminated with a message.
+async fn terminated_message(node: &TestNode) -> String {
+    let message = || {
+        node.status("default", "web")
+            .and_then(|s| s.container_statuses)
+            .and_then(|c| c.into_iter().next())
+            .and_then(|c| c.state?.terminated)
+            .map(|t| t.message.unwrap_or_default())
+    };
+    wait_until(|| message().is_some(), Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|_| panic!("not terminated: {}", node.describe("default", "web")));
+    message().unwrap_or_default()
+}
+
+fn once(path: &str, policy: &str) -> Pod {
+    let (path, policy) = (path.to_string(), policy.to_string());
+    PodBuilder::new("web")
+        .uid("u-web")
+        .restart_policy("Never")
+        .container("app", "busybox:1.36", ["sh", "-c", "exit 1"])
+        .modify(move |p| {
+            let c = &mut p.spec.as_mut().unwrap().containers[0];
+            c.termination_message_path = Some(path);
+            c.termination_message_policy = Some(policy);
+        })
+        .build()
+}
+
+#[test]
+fn the_termination_message_file_is_mounted_and_read_after_exit() {
+    run_paused(async {
+        let mock = MockRuntime::builder()
+            .script("app", Behaviour::exit_after(Duration::from_secs(10), 1))
+            .build();
+        let (node, _) = node(mock.clone());
+        node.set_pods(vec![once("/tmp/my-message", "File")]);
+        wait_until(|| mock.find_container("web", "app").is_some(), Duration::from_secs(60))
+            .await
+            .unwrap();
+        let c = mock.find_container("web", "app").unwrap();
+        let mount = c
+            .status
+            .mounts
+            .iter()
+            .find(|m| m.container_path == "/tmp/my-message")
+            .expect("termination message mount")
+            .clone();
+        assert!(!mount.readonly);
+        let host = std::path::Path::new(&mount.host_path);
+        assert!(
+            host.starts_with(node.dir().join("root/pods/u-web/containers/app")),
+            "{host:?}"
+        );
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(host).unwrap().permissions().mode() & 0o777, 0o666);
+        }
+        // What the container writes before it exits.
+        std::fs::write(host, "DONE").unwrap();
+        assert_eq!(terminated_message(&node).await, "DONE");
+    });
+}
+
+#[test]
+fn fallback_to_logs_on_error_takes_the_log_tail() {
+    run_paused(async {
+        let mock = MockRuntime::builder()
+            .script(
+                "app",
+                Behaviour::exit_after(Duration::from_secs(1), 2)
+                    .stdout("first")
+                    .stderr("it broke"),
+            )
+            .build();
+        let (node, _) = node(mock);
+        node.set_pods(vec![once("/dev/termination-log", "FallbackToLogsOnError")]);
+        assert_eq!(terminated_message(&node).await, "first\nit broke\n");
+    });
+}

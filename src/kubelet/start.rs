@@ -232,6 +232,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         allocatable_memory: ParsedQuantity::from_units(facts.memory_bytes),
         cluster_dns: config.cluster_dns.clone(),
         cluster_domain: config.cluster_domain.clone(),
+        pods_dir: Some(config.root_dir.join("pods")),
         ..RuntimeManagerConfig::default()
     };
     let pods = PodManager::new();

@@ -49,6 +49,9 @@ pub struct RuntimeManagerConfig {
     pub serialize_image_pulls: bool,
     /// The CRI runtime handler for `RunPodSandbox` (`""`: the default).
     pub runtime_handler: String,
+    /// `<root-dir>/pods`: where per-container termination message files
+    /// go (`None`: no termination message files are mounted).
+    pub pods_dir: Option<PathBuf>,
 }
 
 impl Default for RuntimeManagerConfig {
@@ -69,6 +72,7 @@ impl Default for RuntimeManagerConfig {
             seccomp_default: false,
             serialize_image_pulls: true,
             runtime_handler: String::new(),
+            pods_dir: None,
         }
     }
 }

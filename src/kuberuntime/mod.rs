@@ -43,6 +43,7 @@ pub mod sidecars;
 pub mod start;
 pub mod sync_pod;
 pub mod sync_result;
+pub mod termination_message;
 
 pub use actions::{PodActions, ProbeView, compute_pod_actions};
 pub use config::RuntimeManagerConfig;

@@ -20,6 +20,7 @@ use super::hash::container_hash;
 use super::manager::{RuntimeManager, format_pod_of, go_duration};
 use super::pod_status::{ContainerState, RuntimePodStatus};
 use super::sync_result::{SyncError, SyncErrorReason};
+use super::termination_message;
 use crate::cri::v1;
 use crate::messages::event::EventType;
 
@@ -212,7 +213,7 @@ impl RuntimeManager {
         &self,
         ctx: StartContext<'_>,
         container: &Container,
-        mounts: Vec<v1::Mount>,
+        mut mounts: Vec<v1::Mount>,
     ) -> Result<String, SyncError> {
         let StartContext {
             pod,
@@ -237,6 +238,18 @@ impl RuntimeManager {
                 container.name
             ))
         })?;
+        let message_path = container.termination_message_path.as_deref().unwrap_or_default();
+        if let Some(pods_dir) = self.config.pods_dir.as_deref().filter(|_| !message_path.is_empty()) {
+            let dir = termination_message::container_dir(
+                pods_dir,
+                pod.metadata.uid.as_deref().unwrap_or_default(),
+                &container.name,
+            );
+            let mount = termination_message::create_mount(&dir, message_path)
+                .await
+                .map_err(|e| config_error(format!("failed to create termination message file: {e}")))?;
+            mounts.push(mount);
+        }
         let input = ContainerConfigInput {
             pod,
             container,
