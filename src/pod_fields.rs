@@ -45,7 +45,7 @@ pub const POD_SPEC: &[(&str, Support)] = &[
     ("dnsPolicy", Honoured),
     ("enableServiceLinks", Honoured),
     ("ephemeralContainers", NotYet),
-    ("hostAliases", NotYet),
+    ("hostAliases", Honoured),
     ("hostIPC", Honoured),
     ("hostNetwork", Honoured),
     ("hostPID", Honoured),

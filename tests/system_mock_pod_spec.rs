@@ -173,3 +173,48 @@ fn fallback_to_logs_on_error_takes_the_log_tail() {
         assert_eq!(terminated_message(&node).await, "first\nit broke\n");
     });
 }
+
+#[test]
+fn etc_hosts_is_managed_with_the_pod_ip_and_host_aliases() {
+    run_paused(async {
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let (node, _) = node(mock.clone());
+        let pod = PodBuilder::new("web")
+            .uid("u-web")
+            .container("app", "busybox:1.36", ["sleep", "3600"])
+            .modify(|p| {
+                p.spec.as_mut().unwrap().host_aliases = Some(vec![k8s_openapi::api::core::v1::HostAlias {
+                    ip: "123.45.67.89".into(),
+                    hostnames: Some(vec!["foo".into(), "bar".into()]),
+                }])
+            })
+            .build();
+        node.set_pods(vec![pod]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let ip = node.status("default", "web").unwrap().pod_ip.expect("pod IP");
+        let c = mock.find_container("web", "app").unwrap();
+        let mount = c
+            .status
+            .mounts
+            .iter()
+            .find(|m| m.container_path == "/etc/hosts")
+            .expect("/etc/hosts mount")
+            .clone();
+        assert_eq!(
+            std::path::Path::new(&mount.host_path),
+            node.dir().join("root/pods/u-web/etc-hosts")
+        );
+        let hosts = std::fs::read_to_string(&mount.host_path).unwrap();
+        assert!(
+            hosts.starts_with("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"),
+            "{hosts}"
+        );
+        assert!(hosts.contains(&format!("\n{ip}\tweb\n")), "{hosts}");
+        assert!(
+            hosts.ends_with("\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"),
+            "{hosts}"
+        );
+    });
+}
