@@ -218,3 +218,51 @@ fn etc_hosts_is_managed_with_the_pod_ip_and_host_aliases() {
         );
     });
 }
+
+#[test]
+fn restart_count_keeps_growing_across_a_kubelet_restart() {
+    run_paused(async {
+        let mock = MockRuntime::builder()
+            .script("app", Behaviour::exit_after(Duration::from_secs(1), 1))
+            .build();
+        let pod = || {
+            PodBuilder::new("web")
+                .uid("u-web")
+                .container("app", "busybox:1.36", ["sh", "-c", "exit 1"])
+                .build()
+        };
+        let first = TestNode::with_mock(mock.clone());
+        first.set_pods(vec![pod()]);
+        let before = first
+            .wait_for_restart_count("default", "web", "app", 2, Duration::from_secs(300))
+            .await
+            .unwrap()
+            .restart_count;
+        first.shutdown().await.unwrap();
+        drop(first);
+
+        // A new kubelet (fresh root and log directories) on the same runtime.
+        let second = TestNode::with_mock(mock);
+        second.set_pods(vec![pod()]);
+        // Sampled every 100 ms until it has grown past its value before the restart.
+        let mut seen = Vec::new();
+        for _ in 0..6_000 {
+            let n = second
+                .status("default", "web")
+                .and_then(|s| s.container_statuses)
+                .and_then(|c| c.first().map(|c| c.restart_count));
+            seen.extend(n);
+            if n.is_some_and(|n| n > before) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            seen.last().is_some_and(|n| *n > before),
+            "never restarted again: {seen:?}"
+        );
+        assert!(!seen.is_empty());
+        assert!(seen.iter().all(|n| *n >= before), "went back below {before}: {seen:?}");
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "not monotonic: {seen:?}");
+    });
+}
