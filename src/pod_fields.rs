@@ -110,7 +110,7 @@ pub const CONTAINER: &[(&str, Support)] = &[
 
 /// `PodSecurityContext` fields.
 pub const POD_SECURITY_CONTEXT: &[(&str, Support)] = &[
-    ("appArmorProfile", NotYet),
+    ("appArmorProfile", Honoured),
     ("fsGroup", Honoured),
     ("fsGroupChangePolicy", Honoured),
     ("runAsGroup", Honoured),
@@ -128,7 +128,7 @@ pub const POD_SECURITY_CONTEXT: &[(&str, Support)] = &[
 /// Container `SecurityContext` fields.
 pub const SECURITY_CONTEXT: &[(&str, Support)] = &[
     ("allowPrivilegeEscalation", Honoured),
-    ("appArmorProfile", NotYet),
+    ("appArmorProfile", Honoured),
     ("capabilities", Honoured),
     ("privileged", Honoured),
     ("procMount", Honoured),
@@ -451,7 +451,7 @@ mod tests {
             "spec.runtimeClassName",
             "spec.ephemeralContainers",
             "spec.containers[app].volumeDevices",
-            "spec.containers[app].securityContext.appArmorProfile",
+            "spec.securityContext.supplementalGroupsPolicy",
             "spec.volumes[v-persistentVolumeClaim].persistentVolumeClaim",
         ] {
             assert!(reported.iter().any(|r| r == must), "{must} not reported: {reported:?}");
