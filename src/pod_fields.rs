@@ -37,7 +37,7 @@ use Support::{Honoured, NotKubelet, NotYet};
 
 /// `PodSpec` fields.
 pub const POD_SPEC: &[(&str, Support)] = &[
-    ("activeDeadlineSeconds", NotYet),
+    ("activeDeadlineSeconds", Honoured),
     ("affinity", NotKubelet),
     ("automountServiceAccountToken", NotKubelet),
     ("containers", Honoured),
@@ -45,7 +45,7 @@ pub const POD_SPEC: &[(&str, Support)] = &[
     ("dnsPolicy", Honoured),
     ("enableServiceLinks", Honoured),
     ("ephemeralContainers", NotYet),
-    ("hostAliases", NotYet),
+    ("hostAliases", Honoured),
     ("hostIPC", Honoured),
     ("hostNetwork", Honoured),
     ("hostPID", Honoured),
@@ -100,8 +100,6 @@ pub const CONTAINER: &[(&str, Support)] = &[
     ("startupProbe", Honoured),
     ("stdin", Honoured),
     ("stdinOnce", Honoured),
-    // Messages are not read from the file yet: reported by value below
-    // when set to anything but the API server's defaults.
     ("terminationMessagePath", Honoured),
     ("terminationMessagePolicy", Honoured),
     ("tty", Honoured),
@@ -112,7 +110,7 @@ pub const CONTAINER: &[(&str, Support)] = &[
 
 /// `PodSecurityContext` fields.
 pub const POD_SECURITY_CONTEXT: &[(&str, Support)] = &[
-    ("appArmorProfile", NotYet),
+    ("appArmorProfile", Honoured),
     ("fsGroup", Honoured),
     ("fsGroupChangePolicy", Honoured),
     ("runAsGroup", Honoured),
@@ -130,7 +128,7 @@ pub const POD_SECURITY_CONTEXT: &[(&str, Support)] = &[
 /// Container `SecurityContext` fields.
 pub const SECURITY_CONTEXT: &[(&str, Support)] = &[
     ("allowPrivilegeEscalation", Honoured),
-    ("appArmorProfile", NotYet),
+    ("appArmorProfile", Honoured),
     ("capabilities", Honoured),
     ("privileged", Honoured),
     ("procMount", Honoured),
@@ -198,7 +196,7 @@ fn named(list: Option<&Value>) -> impl Iterator<Item = (&str, &Map<String, Value
 }
 
 /// The fields `pod` sets that actlet does not honour, as paths
-/// (`spec.activeDeadlineSeconds`, `spec.containers[app].volumeDevices`,
+/// (`spec.runtimeClassName`, `spec.containers[app].volumeDevices`,
 /// `spec.volumes[data].persistentVolumeClaim`), in spec order.
 ///
 /// ```
@@ -206,12 +204,12 @@ fn named(list: Option<&Value>) -> impl Iterator<Item = (&str, &Map<String, Value
 /// let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
 ///     "metadata": {"name": "web"},
 ///     "spec": {
-///         "activeDeadlineSeconds": 60,
+///         "runtimeClassName": "gvisor",
 ///         "containers": [{"name": "app", "image": "busybox"}],
 ///         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "tmp", "emptyDir": {}}]
 ///     }
 /// })).unwrap();
-/// assert_eq!(unsupported_fields(&pod), ["spec.activeDeadlineSeconds", "spec.volumes[data].persistentVolumeClaim"]);
+/// assert_eq!(unsupported_fields(&pod), ["spec.runtimeClassName", "spec.volumes[data].persistentVolumeClaim"]);
 /// ```
 pub fn unsupported_fields(pod: &Pod) -> Vec<String> {
     let mut out = Vec::new();
@@ -229,15 +227,6 @@ pub fn unsupported_fields(pod: &Pod) -> Vec<String> {
         for (name, c) in named(spec.get(list)) {
             let at = format!("spec.{list}[{name}]");
             walk(c, CONTAINER, &at, &mut out);
-            if c.get("terminationMessagePath")
-                .and_then(Value::as_str)
-                .is_some_and(|p| p != "/dev/termination-log")
-            {
-                out.push(format!("{at}.terminationMessagePath (termination messages)"));
-            }
-            if c.get("terminationMessagePolicy").and_then(Value::as_str) == Some("FallbackToLogsOnError") {
-                out.push(format!("{at}.terminationMessagePolicy=FallbackToLogsOnError"));
-            }
             if let Some(Value::Object(sc)) = c.get("securityContext") {
                 walk(sc, SECURITY_CONTEXT, &format!("{at}.securityContext"), &mut out);
             }
@@ -455,14 +444,14 @@ mod tests {
             ]
             .iter()
             .any(|t| not_yet(t, key))
-                || matches!(key, "hostUsers" | "terminationMessagePath" | "terminationMessagePolicy");
+                || key == "hostUsers";
             assert!(known, "{path} reported but not NotYet in a table");
         }
         for must in [
-            "spec.activeDeadlineSeconds",
+            "spec.runtimeClassName",
             "spec.ephemeralContainers",
             "spec.containers[app].volumeDevices",
-            "spec.containers[app].securityContext.appArmorProfile",
+            "spec.securityContext.supplementalGroupsPolicy",
             "spec.volumes[v-persistentVolumeClaim].persistentVolumeClaim",
         ] {
             assert!(reported.iter().any(|r| r == must), "{must} not reported: {reported:?}");

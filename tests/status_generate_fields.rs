@@ -321,3 +321,19 @@ spec:
     });
     assert_eq!(cond(&st, "Ready").0, "True");
 }
+
+#[test]
+fn observed_generation_is_the_pods_generation_on_the_status_and_the_kubelets_conditions() {
+    let mut p = pod(GATED);
+    p.metadata.generation = Some(3);
+    p.status = Some(pod_status(
+        "conditions: [{type: example.com/lb, status: 'True', observedGeneration: 1}]",
+    ));
+    let rt = running_pod(&p);
+    let st = generate_api_pod_status(&StatusInput::new(&p, &rt, at(1)));
+    assert_eq!(st.observed_generation, Some(3));
+    for c in st.conditions.iter().flatten() {
+        let expected = if c.type_ == "example.com/lb" { Some(1) } else { Some(3) };
+        assert_eq!(c.observed_generation, expected, "{}", c.type_);
+    }
+}

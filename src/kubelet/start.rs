@@ -234,6 +234,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         cluster_dns: config.cluster_dns.clone(),
         cluster_domain: config.cluster_domain.clone(),
         cgroup_naming: config.cgroups.naming.clone(),
+        pods_dir: Some(config.root_dir.join("pods")),
         ..RuntimeManagerConfig::default()
     };
     let pods = PodManager::new();

@@ -51,6 +51,9 @@ pub struct RuntimeManagerConfig {
     pub runtime_handler: String,
     /// How pod cgroup parents are named (`cgroupRoot`, `cgroupsPerQOS`, `cgroupDriver`).
     pub cgroup_naming: crate::cm::CgroupNaming,
+    /// `<root-dir>/pods`: where per-container termination message files
+    /// go (`None`: no termination message files are mounted).
+    pub pods_dir: Option<PathBuf>,
 }
 
 impl Default for RuntimeManagerConfig {
@@ -72,6 +75,7 @@ impl Default for RuntimeManagerConfig {
             serialize_image_pulls: true,
             runtime_handler: String::new(),
             cgroup_naming: crate::cm::CgroupNaming::default(),
+            pods_dir: None,
         }
     }
 }

@@ -24,7 +24,9 @@ use super::env::{EnvError, expand_command_and_args, make_environment_variables};
 use super::labels::{container_annotations, container_labels};
 use super::qos::container_resources;
 use super::sandbox_config::pod_log_directory;
-use super::security_context::{ImageUser, container_security_context, seccomp_profile, verify_run_as_non_root};
+use super::security_context::{
+    ImageUser, apparmor_profile, container_security_context, seccomp_profile, verify_run_as_non_root,
+};
 use crate::cri::v1::{ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig, Mount};
 use crate::volumes::PodVolumeContext;
 
@@ -43,6 +45,9 @@ pub enum ContainerConfigError {
     /// The seccomp profile is invalid.
     #[error("{0}")]
     Seccomp(String),
+    /// The AppArmor profile is invalid.
+    #[error("{0}")]
+    AppArmor(String),
     /// A `volumeMounts` entry cannot be satisfied.
     #[error("{0}")]
     Mount(String),
@@ -147,6 +152,9 @@ pub fn generate_container_config(
     let (command, args) = expand_command_and_args(container, &envs);
     let seccomp = seccomp_profile(pod, container, &cfg.seccomp_profile_root, cfg.seccomp_default)
         .map_err(ContainerConfigError::Seccomp)?;
+    let apparmor = apparmor_profile(pod, container).map_err(ContainerConfigError::AppArmor)?;
+    let mut security_context = container_security_context(pod, container, image_user, seccomp);
+    security_context.apparmor = apparmor;
     let resources = container_resources(pod, container, cfg.memory_capacity, cfg.cpu_cfs_quota);
     Ok(ContainerConfig {
         metadata: Some(ContainerMetadata {
@@ -172,7 +180,7 @@ pub fn generate_container_config(
         tty: container.tty.unwrap_or(false),
         linux: Some(LinuxContainerConfig {
             resources: Some(resources),
-            security_context: Some(container_security_context(pod, container, image_user, seccomp)),
+            security_context: Some(security_context),
         }),
     })
 }

@@ -93,7 +93,8 @@ fn container_config_is_complete() {
     );
     assert_eq!(sc.namespace_options.map(|n| n.pid()), Some(NamespaceMode::Container));
     assert_eq!(sc.seccomp.map(|s| s.profile_type()), Some(ProfileType::Unconfined));
-    assert_eq!(sc.apparmor.map(|s| s.profile_type()), Some(ProfileType::Unconfined));
+    // No appArmorProfile: left to the runtime's default, as upstream.
+    assert_eq!(sc.apparmor, None);
 }
 
 #[test]

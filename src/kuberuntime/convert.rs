@@ -22,6 +22,7 @@ use super::labels::{
     POD_UID_LABEL, container_info_from_annotations, container_info_from_labels, sandbox_info_from_labels,
 };
 use super::pod_status::{ContainerState, ContainerStatus, RuntimePodStatus, SandboxState, SandboxStatus};
+use super::termination_message::read_message;
 use crate::cri::v1::{self, NamespaceMode};
 use crate::cri::{CriError, CriResult, Runtime};
 use crate::messages::PodUid;
@@ -295,7 +296,21 @@ pub async fn get_pod_status(
         };
         match runtime.container_status(req).await {
             Ok(resp) => match resp.status {
-                Some(status) => containers.push(container_from_status(&status, &item.pod_sandbox_id)),
+                Some(status) => {
+                    let mut c = container_from_status(&status, &item.pod_sandbox_id);
+                    if c.state == ContainerState::Exited {
+                        let info = container_info_from_annotations(&status.annotations);
+                        let path = &info.termination_message_path;
+                        let message = read_message(&status, path, &info.termination_message_policy).await;
+                        if !message.is_empty() {
+                            if !c.message.is_empty() {
+                                c.message.push_str(": ");
+                            }
+                            c.message.push_str(&message);
+                        }
+                    }
+                    containers.push(c);
+                }
                 None => {
                     return Err(CriError::new(
                         "ContainerStatus",

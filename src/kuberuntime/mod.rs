@@ -27,6 +27,7 @@ pub mod container_config;
 pub mod convert;
 pub mod dns;
 pub mod env;
+pub mod etc_hosts;
 pub mod expansion;
 pub mod hash;
 pub mod hooks;
@@ -43,6 +44,7 @@ pub mod sidecars;
 pub mod start;
 pub mod sync_pod;
 pub mod sync_result;
+pub mod termination_message;
 
 pub use actions::{PodActions, ProbeView, compute_pod_actions};
 pub use config::RuntimeManagerConfig;

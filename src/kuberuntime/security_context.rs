@@ -132,6 +132,56 @@ pub fn seccomp_profile(
     }
 }
 
+/// Beta annotation prefix of a container's AppArmor profile (upstream
+/// `DeprecatedAppArmorBetaContainerAnnotationKeyPrefix`).
+pub const APPARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
+
+/// The container's AppArmor profile (upstream `getAppArmorProfile`): the
+/// container's `appArmorProfile`, else the beta annotation, else the pod's;
+/// `None` (the runtime's default) when none is set.
+///
+/// # Errors
+/// A `Localhost` profile without a name, or an unknown type or annotation value.
+pub fn apparmor_profile(pod: &Pod, container: &Container) -> Result<Option<SecurityProfile>, String> {
+    let field = container
+        .security_context
+        .as_ref()
+        .and_then(|s| s.app_armor_profile.as_ref())
+        .map(|p| (p.type_.clone(), p.localhost_profile.clone()));
+    let annotation = || {
+        let key = format!("{APPARMOR_ANNOTATION_PREFIX}{}", container.name);
+        let value = pod.metadata.annotations.as_ref()?.get(&key)?;
+        Some(match value.as_str() {
+            "runtime/default" => ("RuntimeDefault".to_string(), None),
+            "unconfined" => ("Unconfined".to_string(), None),
+            v => match v.strip_prefix("localhost/") {
+                Some(name) => ("Localhost".to_string(), Some(name.to_string())),
+                None => (format!("annotation {v}"), None),
+            },
+        })
+    };
+    let from_pod = || {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.security_context.as_ref())
+            .and_then(|s| s.app_armor_profile.as_ref())
+            .map(|p| (p.type_.clone(), p.localhost_profile.clone()))
+    };
+    let Some((kind, localhost)) = field.or_else(annotation).or_else(from_pod) else {
+        return Ok(None);
+    };
+    let p = match kind.as_str() {
+        "RuntimeDefault" => profile(ProfileType::RuntimeDefault),
+        "Unconfined" => profile(ProfileType::Unconfined),
+        "Localhost" => SecurityProfile {
+            profile_type: ProfileType::Localhost as i32,
+            localhost_ref: localhost.ok_or("missing localhost apparmor profile name")?,
+        },
+        other => return Err(format!("unknown apparmor profile type: {other:?}")),
+    };
+    Ok(Some(p))
+}
+
 fn field_seccomp_profile(p: &SeccompProfile, root: &Path) -> Result<SecurityProfile, String> {
     match p.type_.as_str() {
         "RuntimeDefault" => Ok(profile(ProfileType::RuntimeDefault)),
@@ -248,7 +298,8 @@ pub fn container_security_context(
         masked_paths: paths(DEFAULT_MASKED_PATHS),
         readonly_paths: paths(DEFAULT_READONLY_PATHS),
         seccomp: Some(seccomp),
-        apparmor: Some(profile(ProfileType::Unconfined)),
+        // Set by the caller from `apparmor_profile` (which can fail).
+        apparmor: None,
         ..Default::default()
     };
     if out.run_as_user.is_none() {

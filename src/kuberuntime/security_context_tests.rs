@@ -98,7 +98,7 @@ spec:
     assert_eq!(sc.run_as_user, Some(Int64Value { value: 1000 }));
     assert_eq!(sc.supplemental_groups, vec![10]);
     assert_eq!(sc.namespace_options.map(|o| o.pid()), Some(NamespaceMode::Container));
-    assert_eq!(sc.apparmor.map(|a| a.profile_type()), Some(ProfileType::Unconfined));
+    assert_eq!(sc.apparmor, None, "set by the caller from apparmor_profile");
     assert_eq!(sc.masked_paths.len(), DEFAULT_MASKED_PATHS.len());
     assert_eq!(sc.readonly_paths.len(), DEFAULT_READONLY_PATHS.len());
 }
@@ -219,4 +219,61 @@ fn run_as_non_root_is_enforced() {
     let uid1 =
         "metadata: {name: p}\nspec: {containers: [{name: c, securityContext: {runAsNonRoot: true, runAsUser: 1}}]}";
     assert_eq!(check(uid1, root_image), Ok(()));
+}
+
+#[test]
+fn apparmor_profile_from_container_then_annotation_then_pod() {
+    use k8s_openapi::api::core::v1::{AppArmorProfile, PodSecurityContext, PodSpec, SecurityContext};
+    let aa = |t: &str, l: Option<&str>| AppArmorProfile {
+        type_: t.into(),
+        localhost_profile: l.map(str::to_string),
+    };
+    let mut c = Container {
+        name: "app".into(),
+        ..Default::default()
+    };
+    let mut p = Pod {
+        spec: Some(PodSpec::default()),
+        ..Default::default()
+    };
+    assert_eq!(apparmor_profile(&p, &c), Ok(None), "unset: the runtime's default");
+    p.spec.as_mut().unwrap().security_context = Some(PodSecurityContext {
+        app_armor_profile: Some(aa("Unconfined", None)),
+        ..Default::default()
+    });
+    assert_eq!(
+        apparmor_profile(&p, &c).unwrap().map(|s| s.profile_type()),
+        Some(ProfileType::Unconfined)
+    );
+    p.metadata.annotations = Some(
+        [(
+            "container.apparmor.security.beta.kubernetes.io/app".to_string(),
+            "localhost/k8s-deny".to_string(),
+        )]
+        .into(),
+    );
+    let from_annotation = apparmor_profile(&p, &c).unwrap().unwrap();
+    assert_eq!(
+        (from_annotation.profile_type(), from_annotation.localhost_ref.as_str()),
+        (ProfileType::Localhost, "k8s-deny")
+    );
+    c.security_context = Some(SecurityContext {
+        app_armor_profile: Some(aa("RuntimeDefault", None)),
+        ..Default::default()
+    });
+    assert_eq!(
+        apparmor_profile(&p, &c).unwrap().map(|s| s.profile_type()),
+        Some(ProfileType::RuntimeDefault)
+    );
+    c.security_context.as_mut().unwrap().app_armor_profile = Some(aa("Localhost", None));
+    assert_eq!(
+        apparmor_profile(&p, &c),
+        Err("missing localhost apparmor profile name".into())
+    );
+    c.security_context.as_mut().unwrap().app_armor_profile = Some(aa("Bogus", None));
+    assert!(
+        apparmor_profile(&p, &c)
+            .unwrap_err()
+            .contains("unknown apparmor profile type")
+    );
 }

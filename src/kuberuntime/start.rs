@@ -16,10 +16,13 @@ use super::backoff::container_backoff_key;
 use super::container_config::{
     ContainerConfigInput, container_log_dir, generate_container_config, restart_count_from_log_names,
 };
+use super::etc_hosts;
 use super::hash::container_hash;
 use super::manager::{RuntimeManager, format_pod_of, go_duration};
 use super::pod_status::{ContainerState, RuntimePodStatus};
+use super::sandbox_config::pod_hostname_and_domain;
 use super::sync_result::{SyncError, SyncErrorReason};
+use super::termination_message;
 use crate::cri::v1;
 use crate::messages::event::EventType;
 
@@ -212,7 +215,7 @@ impl RuntimeManager {
         &self,
         ctx: StartContext<'_>,
         container: &Container,
-        mounts: Vec<v1::Mount>,
+        mut mounts: Vec<v1::Mount>,
     ) -> Result<String, SyncError> {
         let StartContext {
             pod,
@@ -237,6 +240,30 @@ impl RuntimeManager {
                 container.name
             ))
         })?;
+        let message_path = container.termination_message_path.as_deref().unwrap_or_default();
+        if let Some(pods_dir) = self.config.pods_dir.as_deref().filter(|_| !message_path.is_empty()) {
+            let dir = termination_message::container_dir(
+                pods_dir,
+                pod.metadata.uid.as_deref().unwrap_or_default(),
+                &container.name,
+            );
+            let mount = termination_message::create_mount(&dir, message_path)
+                .await
+                .map_err(|e| config_error(format!("failed to create termination message file: {e}")))?;
+            mounts.push(mount);
+        }
+        let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
+        if let Some(pods_dir) = self.config.pods_dir.as_deref()
+            && etc_hosts::should_mount(container, pod_ips, host_network)
+        {
+            let (hostname, domain) =
+                pod_hostname_and_domain(pod, &self.config.cluster_domain).map_err(|e| config_error(e.to_string()))?;
+            let pod_dir = pods_dir.join(pod.metadata.uid.as_deref().unwrap_or_default());
+            let mount = etc_hosts::write_and_mount(&pod_dir, pod, pod_ips, &hostname, &domain)
+                .await
+                .map_err(|e| config_error(format!("failed to create hosts file for pod: {e}")))?;
+            mounts.push(mount);
+        }
         let input = ContainerConfigInput {
             pod,
             container,

@@ -5,8 +5,10 @@
 //! - [`manager::PodWorkers`]: creates a supervised worker per UID, routes
 //!   updates, forgets terminated workers;
 //! - [`pending::UpdateSlot`]: what a busy worker keeps of the updates it receives;
-//! - [`work_queue::WorkQueue`]: when each pod is next due for a resync.
+//! - [`work_queue::WorkQueue`]: when each pod is next due for a resync;
+//! - [`active_deadline`]: `spec.activeDeadlineSeconds`.
 
+pub mod active_deadline;
 pub mod deps;
 pub mod manager;
 pub mod pending;

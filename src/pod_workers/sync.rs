@@ -13,6 +13,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use tokio::time::Instant;
 
+use super::active_deadline::{self, Deadline};
 use super::deps::WorkerDeps;
 use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
 use crate::kuberuntime::{PodSyncResult, SyncAction, SyncErrorReason, SyncPodOptions};
@@ -192,6 +193,17 @@ pub async fn sync_pod(
         }
     };
     let api = publish_status(deps, pod, &status, waiting, None, false);
+    let mut deadline_at = None;
+    if pod.metadata.deletion_timestamp.is_none() && !is_terminal(&api) {
+        match active_deadline::check(pod, &api, deps.wall_clock.now()) {
+            Deadline::Exceeded => {
+                out.terminate = Some(past_deadline(deps, pod, &status, waiting));
+                return out;
+            }
+            Deadline::In(left) => deadline_at = Some(Instant::now() + left),
+            Deadline::None => {}
+        }
+    }
     if pod.metadata.deletion_timestamp.is_some() || is_terminal(&api) {
         let grace = pod
             .metadata
@@ -255,6 +267,9 @@ pub async fn sync_pod(
     if pulling && let Some(at) = deps.runtime.image_backoff_expiry(pod) {
         out.retry_at = Some(out.retry_at.map_or(at, |r| r.min(at)));
     }
+    if let Some(at) = deadline_at {
+        out.retry_at = Some(out.retry_at.map_or(at, |r| r.min(at)));
+    }
     if result.has_real_errors() {
         out.error = result.error_message();
     }
@@ -271,6 +286,25 @@ pub async fn sync_pod(
         Err(e) => out.error = out.error.or(Some(e)),
     }
     out
+}
+
+/// The pod is past its active deadline: an event, the Failed status
+/// published, and the kill that follows (upstream: the active deadline
+/// handler's `ShouldEvict` inside `generateAPIPodStatus`).
+fn past_deadline(deps: &WorkerDeps, pod: &Arc<Pod>, status: &RuntimePodStatus, waiting: &Waiting) -> KillOptions {
+    let failed = active_deadline::kill_status();
+    deps.runtime.events().pod_event(
+        pod,
+        None,
+        EventType::Normal,
+        active_deadline::REASON,
+        active_deadline::MESSAGE.to_string(),
+    );
+    publish_status(deps, pod, status, waiting, Some(&failed), false);
+    KillOptions {
+        grace_period_override: None,
+        status: Some(failed),
+    }
 }
 
 /// A kill step (upstream `SyncTerminatingPod`): stop every container with the

@@ -130,6 +130,8 @@ pub fn generate_api_pod_status(input: &StatusInput<'_>) -> PodStatus {
     }
     .apply(pod, &mut s);
     s.conditions = Some(build_conditions(input, old, api, &s, phase));
+    // Upstream `CalculatePodStatusObservedGeneration` (GA 1.35).
+    s.observed_generation = pod.metadata.generation;
 
     if let Some(host_ip) = input.host_ip.as_ref().filter(|ip| !ip.is_empty()) {
         s.host_ip = Some(host_ip.clone());
@@ -243,6 +245,12 @@ fn build_conditions(
     conds.push(ready);
     conds.push(conditions::containers_ready(spec, Some(&statuses), phase));
     conds.push(conditions::pod_scheduled());
+    // Upstream `CalculatePodConditionObservedGeneration` (GA 1.35): the
+    // kubelet's own conditions carry the generation of the spec they saw.
+    let generation = input.pod.metadata.generation;
+    for c in conds.iter_mut().filter(|c| is_kubelet_condition(&c.type_)) {
+        c.observed_generation = generation;
+    }
     stamp_transition_times(&mut conds, old.conditions.as_deref().unwrap_or_default(), input.now);
     conds
 }
