@@ -296,3 +296,45 @@ fn mirror_pods_wait_for_the_node_to_register() {
         assert_eq!(owner.first().map(|o| o.uid.as_str()), Some(node_uid.as_str()));
     });
 }
+
+/// An API server that accepts connections and never answers: each accepted
+/// connection is counted and held open.
+fn black_hole() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+    let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    (port, accepted)
+}
+
+#[test]
+fn a_hanging_api_call_is_abandoned_at_the_action_deadline_and_retried() {
+    run(|| async {
+        let (port, accepted) = black_hole();
+        let url: http::Uri = format!("http://127.0.0.1:{port}")
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let client = kube::Client::try_from(kube::Config::new(url)).unwrap_or_else(|e| panic!("client: {e}"));
+        let pods = PodManager::new();
+        pods.upsert(static_pod("h1"), PodSource::File);
+        let mut deps = MirrorPodDeps::new(client, NODE, pods, MirrorPods::new());
+        deps.interval = Duration::from_millis(100);
+        deps.action_deadline = Duration::from_millis(500);
+        MirrorPodManager::new(deps).start();
+        // The first action hangs on its first call; without a deadline its
+        // name's slot stays taken and no second call is ever made.
+        let n = eventually("a retried action after the deadline", T, || {
+            let n = accepted.load(std::sync::atomic::Ordering::SeqCst);
+            (n >= 3).then_some(n)
+        })
+        .await;
+        assert!(n >= 3);
+    });
+}

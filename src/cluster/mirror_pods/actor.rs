@@ -38,6 +38,10 @@ pub struct MirrorPodDeps {
     /// The runtime's pods: an orphan mirror pod is kept while the static pod
     /// it mirrors may still have running containers.
     pub runtime: PodCache,
+    /// How long one action (its API calls together) may take before it is
+    /// abandoned and retried at a later comparison (default
+    /// [`MIRROR_ACTION_DEADLINE`]).
+    pub action_deadline: Duration,
 }
 
 impl fmt::Debug for MirrorPodDeps {
@@ -62,6 +66,7 @@ impl MirrorPodDeps {
             interval: Duration::from_secs(2),
             pending_ttl: Duration::from_secs(5),
             runtime: PodCache::new(),
+            action_deadline: MIRROR_ACTION_DEADLINE,
         }
     }
 }
@@ -210,13 +215,14 @@ impl MirrorPodManager {
             // Every action has a deadline: a call that hangs (an API server
             // still starting) must not hold the name's slot for minutes.
             let full_name = name.clone();
+            let deadline = self.deps.action_deadline;
             let fut = async move {
-                tokio::time::timeout(MIRROR_ACTION_DEADLINE, fut)
+                tokio::time::timeout(deadline, fut)
                     .await
                     .unwrap_or_else(|_| ActionResult {
                         error: Some(MirrorError::Timeout {
                             full_name,
-                            after: MIRROR_ACTION_DEADLINE,
+                            after: deadline,
                         }),
                         ..ActionResult::default()
                     })
