@@ -252,6 +252,15 @@ pub struct KubeletConfig {
     /// assert_eq!(c.node_status_report_frequency, std::time::Duration::from_secs(300));
     /// ```
     pub node_status_report_frequency: Duration,
+    /// How the API watches retry while the API server is away (client-go's
+    /// 0.8 s … 30 s); a watch expiry re-lists at once and a failing pod watch
+    /// restarts as soon as the node Lease gets through again.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.api_watch_backoff.max, std::time::Duration::from_secs(30));
+    /// ```
+    pub api_watch_backoff: crate::cluster::WatchBackoffPolicy,
     /// Dead container GC policy (upstream `GCPolicy`: min age 0, 1 per
     /// container, no node limit; its flags are deprecated upstream).
     ///
@@ -409,6 +418,7 @@ impl KubeletConfig {
             cgroups: crate::cm::CmConfig::default(),
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
+            api_watch_backoff: crate::cluster::WatchBackoffPolicy::default(),
             container_gc_policy: crate::gc::ContainerGcPolicy::default(),
             image_gc_high_threshold_percent: 85,
             image_gc_low_threshold_percent: 80,
