@@ -27,6 +27,7 @@ pub mod container_config;
 pub mod convert;
 pub mod dns;
 pub mod env;
+pub mod ephemeral;
 pub mod etc_hosts;
 pub mod expansion;
 pub mod hash;

@@ -274,7 +274,12 @@ impl RuntimeManager {
             mounts,
             volumes,
         };
-        let config = generate_container_config(input, &self.config).map_err(|e| config_error(e.to_string()))?;
+        // An ephemeral container with a target joins its PID namespace.
+        let target = super::ephemeral::target_id(pod, &container.name, status).map_err(config_error)?;
+        let mut config = generate_container_config(input, &self.config).map_err(|e| config_error(e.to_string()))?;
+        if let Some(target) = target {
+            super::ephemeral::apply_pid_target(&mut config, &target);
+        }
         let log_path = config.log_path.clone();
 
         let req = v1::CreateContainerRequest {

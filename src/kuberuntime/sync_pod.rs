@@ -148,6 +148,18 @@ impl RuntimeManager {
             cancel: &options.cancel,
             volumes: options.volumes.as_deref(),
         };
+        // Step 5 upstream: ephemeral containers first, so a pod whose
+        // initialization fails can still be debugged.
+        let ephemeral = super::ephemeral::ephemeral_containers(pod);
+        for ec in actions
+            .ephemeral_containers_to_start
+            .iter()
+            .filter_map(|i| ephemeral.get(*i))
+        {
+            let container = super::ephemeral::as_container(ec);
+            self.start_one(ctx, &container, options, &mut result, "ephemeral container")
+                .await;
+        }
         let spec = pod.spec.as_ref();
         let init_containers = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default();
         if let Some(container) = actions
