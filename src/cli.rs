@@ -166,6 +166,10 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "LEVEL,...", value_delimiter = ',', default_value = "pods")]
     pub enforce_node_allocatable: Vec<String>,
 
+    /// Unsafe sysctls or sysctl patterns (ending in *) pods may set, comma-separated (allowedUnsafeSysctls).
+    #[arg(long, value_name = "SYSCTL,...", value_delimiter = ',')]
+    pub allowed_unsafe_sysctls: Vec<String>,
+
     /// How often the node status is computed and posted when changed (nodeStatusUpdateFrequency).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub node_status_update_frequency: Duration,

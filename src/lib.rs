@@ -77,6 +77,7 @@ pub mod server;
 pub mod status;
 #[doc(hidden)]
 pub mod sync_loop;
+pub mod sysctl;
 #[cfg(feature = "testing")]
 pub mod testing;
 #[doc(hidden)]

@@ -261,6 +261,15 @@ pub struct KubeletConfig {
     /// assert_eq!(c.api_watch_backoff.max, std::time::Duration::from_secs(30));
     /// ```
     pub api_watch_backoff: crate::cluster::WatchBackoffPolicy,
+    /// The sysctls pods may set: the safe set plus `allowedUnsafeSysctls`
+    /// (`--allowed-unsafe-sysctls`); others are rejected `SysctlForbidden`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.sysctls = actlet::sysctl::Allowlist::new(["kernel.msg*"], None).unwrap();
+    /// assert!(c.sysctls.validate("kernel.msgmax", false, false).is_ok());
+    /// ```
+    pub sysctls: crate::sysctl::Allowlist,
     /// Dead container GC policy (upstream `GCPolicy`: min age 0, 1 per
     /// container, no node limit; its flags are deprecated upstream).
     ///
@@ -419,6 +428,8 @@ impl KubeletConfig {
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
             api_watch_backoff: crate::cluster::WatchBackoffPolicy::default(),
+            sysctls: crate::sysctl::Allowlist::new(Vec::<String>::new(), crate::sysctl::host_kernel())
+                .unwrap_or_default(),
             container_gc_policy: crate::gc::ContainerGcPolicy::default(),
             image_gc_high_threshold_percent: 85,
             image_gc_low_threshold_percent: 80,
@@ -535,6 +546,8 @@ impl KubeletConfig {
         c.kube_reserved = parse_reserved(&flags.kube_reserved).map_err(invalid("--kube-reserved"))?;
         c.system_reserved = parse_reserved(&flags.system_reserved).map_err(invalid("--system-reserved"))?;
         c.cgroups = cgroup_settings(flags)?;
+        c.sysctls = crate::sysctl::Allowlist::new(&flags.allowed_unsafe_sysctls, crate::sysctl::host_kernel())
+            .map_err(|e| invalid("--allowed-unsafe-sysctls")(e.to_string()))?;
         if flags.node_status_update_frequency.is_zero() {
             return Err(ConfigError {
                 field: "--node-status-update-frequency",

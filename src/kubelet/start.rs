@@ -361,6 +361,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         config.sync.clone(),
     );
     let allocatable = node_allocatable(&config, &facts);
+    let sysctls = config.sysctls.clone();
     let st = statuses.clone();
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
     let gc_sync_state = sync_state.clone();
@@ -368,6 +369,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
+            .with_sysctls(sysctls.clone())
             .with_state(sync_state.clone(), pss.clone())
             .with_status_forgetting(forget.clone())
     })

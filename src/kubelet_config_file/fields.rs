@@ -125,7 +125,7 @@ pub const FIELDS: &[(&str, Support)] = &[
     ("systemReservedCgroup", N),
     ("kubeReservedCgroup", N),
     ("enforceNodeAllocatable", H),
-    ("allowedUnsafeSysctls", N),
+    ("allowedUnsafeSysctls", H),
     ("volumePluginDir", N),
     ("providerID", N),
     ("kernelMemcgNotification", N),

@@ -169,6 +169,13 @@ pub fn overlay(
         kc.enforce_node_allocatable = Some(flags.enforce_node_allocatable.clone());
     }
     if set(
+        "allowed_unsafe_sysctls",
+        "allowedUnsafeSysctls",
+        "--allowed-unsafe-sysctls",
+    ) {
+        kc.allowed_unsafe_sysctls = Some(flags.allowed_unsafe_sysctls.clone());
+    }
+    if set(
         "node_status_update_frequency",
         "nodeStatusUpdateFrequency",
         "--node-status-update-frequency",
@@ -313,6 +320,9 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.pod_max_pids = kc.pod_pids_limit.unwrap_or(f.pod_max_pids);
     if let Some(levels) = &kc.enforce_node_allocatable {
         f.enforce_node_allocatable = levels.clone();
+    }
+    if let Some(sysctls) = &kc.allowed_unsafe_sysctls {
+        f.allowed_unsafe_sysctls = sysctls.clone();
     }
 
     if let Some(v) = kc.logging.as_ref().and_then(|l| l.verbosity) {
