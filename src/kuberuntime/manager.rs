@@ -42,6 +42,8 @@ pub struct RuntimeManager {
     pub(crate) pull_lock: tokio::sync::Mutex<()>,
     pub(crate) events: EventRecorder,
     wall_clock: crate::clock::WallClock,
+    /// What actlet applied to running containers (in-place resize).
+    pub(crate) actuated: super::resize_apply::Actuated,
 }
 
 impl fmt::Debug for RuntimeManager {
@@ -65,6 +67,7 @@ impl RuntimeManager {
             pull_lock: tokio::sync::Mutex::new(()),
             events: EventRecorder::disabled(),
             wall_clock: crate::clock::WallClock::system(),
+            actuated: Default::default(),
         }
     }
 

@@ -38,6 +38,8 @@ pub mod labels;
 pub mod manager;
 pub mod pod_status;
 pub mod qos;
+pub mod resize;
+pub mod resize_apply;
 pub mod restart_rules;
 pub mod sandbox_config;
 pub mod security_context;
