@@ -93,7 +93,7 @@ pub const CONTAINER: &[(&str, Support)] = &[
     ("ports", Honoured),
     ("readinessProbe", Honoured),
     // Defaulted by the API server; matters only once a resize is asked for.
-    ("resizePolicy", NotKubelet),
+    ("resizePolicy", Honoured),
     ("resources", Honoured),
     ("restartPolicy", Honoured),
     ("securityContext", Honoured), // walked: SECURITY_CONTEXT
