@@ -166,6 +166,14 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "LEVEL,...", value_delimiter = ',', default_value = "pods")]
     pub enforce_node_allocatable: Vec<String>,
 
+    /// Rotate a container's log when it reaches this size, e.g. 10Mi (containerLogMaxSize).
+    #[arg(long, value_name = "QUANTITY", default_value = "10Mi")]
+    pub container_log_max_size: String,
+
+    /// Log files kept per container, current one included; at least 2 (containerLogMaxFiles).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub container_log_max_files: i64,
+
     /// Unsafe sysctls or sysctl patterns (ending in *) pods may set, comma-separated (allowedUnsafeSysctls).
     #[arg(long, value_name = "SYSCTL,...", value_delimiter = ',')]
     pub allowed_unsafe_sysctls: Vec<String>,

@@ -293,3 +293,72 @@ spec:
     assert_ok(&real.mgr.kill_pod(Some(&before), &st, None).await);
     real.remove(&before).await;
 }
+
+/// Container log rotation on containerd: a chatty container's log is
+/// renamed aside once past the size limit, containerd reopens it
+/// (`ReopenContainerLog`) and the container goes on writing to the new file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_log_rotation_reopens_the_log_in_containerd() {
+    let Some(ep) = endpoint("real_log_rotation_reopens_the_log_in_containerd") else {
+        return;
+    };
+    let real = Real::new(&ep);
+    let uid = unique("kr-logs");
+    let p = pod(&format!(
+        "metadata: {{name: kr-logs, namespace: default, uid: {uid}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {{name: app, image: 'busybox:1.36', command: [sh, -c, 'i=0; while true; do echo line $i; i=$((i+1)); sleep 0.01; done']}}"
+    ));
+    assert_ok(&real.sync(&p).await);
+    let app = real.status(&p).await.find_container("app").cloned();
+    let app = app.unwrap_or_else(|| panic!("no app"));
+    let log = real
+        .mgr
+        .runtime()
+        .container_status(v1::ContainerStatusRequest {
+            container_id: app.id.clone(),
+            verbose: false,
+        })
+        .await
+        .ok()
+        .and_then(|s| s.status)
+        .map(|s| std::path::PathBuf::from(s.log_path))
+        .unwrap_or_else(|| panic!("no log path"));
+    let deps = actlet::logrotate::LogManagerDeps::new(
+        real.mgr.runtime().clone(),
+        actlet::logrotate::LogRotatePolicy {
+            max_size: 2048,
+            max_files: 3,
+            ..Default::default()
+        },
+    );
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    for _ in 0..3 {
+        while size(&log) < 2048 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        actlet::logrotate::actor::round(&deps).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let dir = log.parent().unwrap_or_else(|| panic!("log dir"));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|r| {
+            r.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    assert_eq!(names.len(), 3, "current + newest rotated + one gzipped: {names:?}");
+    assert!(names.iter().any(|n| n.ends_with(".gz")), "{names:?}");
+    let current = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        current.contains(" stdout F line "),
+        "containerd writes to the reopened log: {current:.200}"
+    );
+    let st = real.status(&p).await;
+    assert_ok(&real.mgr.kill_pod(Some(&p), &st, None).await);
+    real.remove(&p).await;
+}

@@ -261,6 +261,15 @@ pub struct KubeletConfig {
     /// assert_eq!(c.api_watch_backoff.max, std::time::Duration::from_secs(30));
     /// ```
     pub api_watch_backoff: crate::cluster::WatchBackoffPolicy,
+    /// Container log rotation (`containerLogMaxSize` 10Mi,
+    /// `containerLogMaxFiles` 5, `containerLogMaxWorkers` 1,
+    /// `containerLogMonitorInterval` 10 s).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!((c.container_log_policy.max_size, c.container_log_policy.max_files), (10 << 20, 5));
+    /// ```
+    pub container_log_policy: crate::logrotate::LogRotatePolicy,
     /// The sysctls pods may set: the safe set plus `allowedUnsafeSysctls`
     /// (`--allowed-unsafe-sysctls`); others are rejected `SysctlForbidden`.
     ///
@@ -428,6 +437,7 @@ impl KubeletConfig {
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
             api_watch_backoff: crate::cluster::WatchBackoffPolicy::default(),
+            container_log_policy: crate::logrotate::LogRotatePolicy::default(),
             sysctls: crate::sysctl::Allowlist::new(Vec::<String>::new(), crate::sysctl::host_kernel())
                 .unwrap_or_default(),
             container_gc_policy: crate::gc::ContainerGcPolicy::default(),
@@ -546,6 +556,15 @@ impl KubeletConfig {
         c.kube_reserved = parse_reserved(&flags.kube_reserved).map_err(invalid("--kube-reserved"))?;
         c.system_reserved = parse_reserved(&flags.system_reserved).map_err(invalid("--system-reserved"))?;
         c.cgroups = cgroup_settings(flags)?;
+        c.container_log_policy.max_size = crate::logrotate::LogRotatePolicy::parse_size(&flags.container_log_max_size)
+            .map_err(invalid("--container-log-max-size"))?;
+        if flags.container_log_max_files < 2 {
+            return Err(ConfigError {
+                field: "--container-log-max-files",
+                reason: format!("{} must be greater than 1", flags.container_log_max_files),
+            });
+        }
+        c.container_log_policy.max_files = flags.container_log_max_files as usize;
         c.sysctls = crate::sysctl::Allowlist::new(&flags.allowed_unsafe_sysctls, crate::sysctl::host_kernel())
             .map_err(|e| invalid("--allowed-unsafe-sysctls")(e.to_string()))?;
         if flags.node_status_update_frequency.is_zero() {

@@ -454,6 +454,16 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     for spec in cm.children {
         root = root.child(spec);
     }
+    let log_deps = crate::logrotate::LogManagerDeps {
+        wall_clock: config.wall_clock.clone(),
+        ..crate::logrotate::LogManagerDeps::new(runtime.clone(), config.container_log_policy)
+    };
+    root = root.child(
+        ChildSpec::new("container-log-manager", move || {
+            crate::logrotate::ContainerLogManager::new(log_deps.clone())
+        })
+        .criticality(Criticality::NonCritical),
+    );
     for spec in crate::gc::children(crate::gc::GcInputs {
         config: &config,
         runtime: runtime.clone(),

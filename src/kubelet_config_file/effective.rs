@@ -47,6 +47,12 @@ impl Resolved {
         if let Some(d) = kc.image_maximum_gc_age.and_then(|d| d.to_std()) {
             config.image_maximum_gc_age = d;
         }
+        if let Some(n) = kc.container_log_max_workers.and_then(|n| usize::try_from(n).ok()) {
+            config.container_log_policy.max_workers = n;
+        }
+        if let Some(d) = kc.container_log_monitor_interval.and_then(|d| d.to_std()) {
+            config.container_log_policy.monitor_interval = d;
+        }
     }
 
     /// The effective configuration as JSON with secrets masked

@@ -169,6 +169,20 @@ pub fn overlay(
         kc.enforce_node_allocatable = Some(flags.enforce_node_allocatable.clone());
     }
     if set(
+        "container_log_max_size",
+        "containerLogMaxSize",
+        "--container-log-max-size",
+    ) {
+        kc.container_log_max_size = Some(flags.container_log_max_size.clone());
+    }
+    if set(
+        "container_log_max_files",
+        "containerLogMaxFiles",
+        "--container-log-max-files",
+    ) {
+        kc.container_log_max_files = Some(i32::try_from(flags.container_log_max_files).unwrap_or(i32::MAX));
+    }
+    if set(
         "allowed_unsafe_sysctls",
         "allowedUnsafeSysctls",
         "--allowed-unsafe-sysctls",
@@ -321,6 +335,10 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     if let Some(levels) = &kc.enforce_node_allocatable {
         f.enforce_node_allocatable = levels.clone();
     }
+    if let Some(size) = kc.container_log_max_size.as_ref().filter(|s| !s.is_empty()) {
+        f.container_log_max_size = size.clone();
+    }
+    f.container_log_max_files = kc.container_log_max_files.map_or(f.container_log_max_files, i64::from);
     if let Some(sysctls) = &kc.allowed_unsafe_sysctls {
         f.allowed_unsafe_sysctls = sysctls.clone();
     }
