@@ -182,6 +182,16 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub node_status_update_frequency: Duration,
 
+    /// Pull one image at a time (serializeImagePulls); with false,
+    /// maxParallelImagePulls bounds the parallel pulls (none: unbounded).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub serialize_image_pulls: bool,
+
+    /// Most image pulls in parallel when serializeImagePulls is false (maxParallelImagePulls).
+    #[arg(long, value_name = "N")]
+    pub max_parallel_image_pulls: Option<i32>,
+
     /// Register the node with the API server (registerNode).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
           num_args = 0..=1, default_missing_value = "true")]

@@ -270,6 +270,16 @@ pub struct KubeletConfig {
     /// assert_eq!((c.container_log_policy.max_size, c.container_log_policy.max_files), (10 << 20, 5));
     /// ```
     pub container_log_policy: crate::logrotate::LogRotatePolicy,
+    /// `serializeImagePulls` (true): one image pull at a time.
+    ///
+    /// ```
+    /// # let c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.serialize_image_pulls && c.max_parallel_image_pulls.is_none());
+    /// ```
+    pub serialize_image_pulls: bool,
+    /// `maxParallelImagePulls`: most pulls at once when not serialized
+    /// (`None`: unbounded).
+    pub max_parallel_image_pulls: Option<usize>,
     /// The sysctls pods may set: the safe set plus `allowedUnsafeSysctls`
     /// (`--allowed-unsafe-sysctls`); others are rejected `SysctlForbidden`.
     ///
@@ -438,6 +448,8 @@ impl KubeletConfig {
             node_status_report_frequency: Duration::from_secs(300),
             api_watch_backoff: crate::cluster::WatchBackoffPolicy::default(),
             container_log_policy: crate::logrotate::LogRotatePolicy::default(),
+            serialize_image_pulls: true,
+            max_parallel_image_pulls: None,
             sysctls: crate::sysctl::Allowlist::new(Vec::<String>::new(), crate::sysctl::host_kernel())
                 .unwrap_or_default(),
             container_gc_policy: crate::gc::ContainerGcPolicy::default(),
@@ -565,6 +577,23 @@ impl KubeletConfig {
             });
         }
         c.container_log_policy.max_files = flags.container_log_max_files as usize;
+        match flags.max_parallel_image_pulls {
+            Some(n) if n < 1 => {
+                return Err(ConfigError {
+                    field: "--max-parallel-image-pulls",
+                    reason: format!("{n} must be a positive number"),
+                });
+            }
+            Some(n) if n > 1 && flags.serialize_image_pulls => {
+                return Err(ConfigError {
+                    field: "--max-parallel-image-pulls",
+                    reason: "cannot be larger than 1 unless --serialize-image-pulls is false".into(),
+                });
+            }
+            _ => {}
+        }
+        c.serialize_image_pulls = flags.serialize_image_pulls;
+        c.max_parallel_image_pulls = flags.max_parallel_image_pulls.and_then(|n| usize::try_from(n).ok());
         c.sysctls = crate::sysctl::Allowlist::new(&flags.allowed_unsafe_sysctls, crate::sysctl::host_kernel())
             .map_err(|e| invalid("--allowed-unsafe-sysctls")(e.to_string()))?;
         if flags.node_status_update_frequency.is_zero() {

@@ -235,6 +235,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         cluster_domain: config.cluster_domain.clone(),
         cgroup_naming: config.cgroups.naming.clone(),
         pods_dir: Some(config.root_dir.join("pods")),
+        serialize_image_pulls: config.serialize_image_pulls,
+        max_parallel_image_pulls: config.max_parallel_image_pulls,
         ..RuntimeManagerConfig::default()
     };
     let pods = PodManager::new();

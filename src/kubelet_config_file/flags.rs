@@ -196,6 +196,20 @@ pub fn overlay(
     ) {
         kc.node_status_update_frequency = Some(secs(flags.node_status_update_frequency));
     }
+    if set(
+        "serialize_image_pulls",
+        "serializeImagePulls",
+        "--serialize-image-pulls",
+    ) {
+        kc.serialize_image_pulls = Some(flags.serialize_image_pulls);
+    }
+    if set(
+        "max_parallel_image_pulls",
+        "maxParallelImagePulls",
+        "--max-parallel-image-pulls",
+    ) {
+        kc.max_parallel_image_pulls = flags.max_parallel_image_pulls;
+    }
     if set("register_node", "registerNode", "--register-node") {
         kc.register_node = Some(flags.register_node);
     }
@@ -324,6 +338,8 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.kube_reserved = kc.kube_reserved.as_ref().map(pairs).unwrap_or_default();
     f.system_reserved = kc.system_reserved.as_ref().map(pairs).unwrap_or_default();
     f.register_node = kc.register_node.unwrap_or(f.register_node);
+    f.serialize_image_pulls = kc.serialize_image_pulls.unwrap_or(f.serialize_image_pulls);
+    f.max_parallel_image_pulls = kc.max_parallel_image_pulls.or(f.max_parallel_image_pulls);
     f.cgroups_per_qos = kc.cgroups_per_qos.unwrap_or(f.cgroups_per_qos);
     if let Some(root) = non_empty(&kc.cgroup_root) {
         f.cgroup_root = root;
