@@ -118,6 +118,7 @@ pub(super) fn child(
         node_logs_dir: std::path::PathBuf::from("/var/log"),
         configz: configz(config),
         metrics: Some(metrics),
+        stats: crate::stats::StatsSource::new(config.node_name.clone(), config.root_dir.clone()),
     };
     let settings = ApiServerSettings {
         tls: TlsSettings {
