@@ -20,6 +20,15 @@ fn running(node: &cluster::ClusterNode, name: &str) -> Option<()> {
     (node.kubelet.phase_of_named("default", name).as_deref() == Some("Running")).then_some(())
 }
 
+/// How many times the pods bound to the node were listed (not watched).
+fn pod_lists(server: &TestApiServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/api/v1/pods" && !r.is_watch())
+        .count()
+}
+
 #[test]
 fn bound_pods_run_and_survive_watch_expiry_and_apiserver_restart() {
     run(|| async {
@@ -68,13 +77,7 @@ fn bound_pods_run_and_survive_watch_expiry_and_apiserver_restart() {
 
         // Down for a while, with writes the watch misses and a watch cache that
         // starts over: the watch gets 410 Gone and the source re-lists.
-        let lists = || {
-            server
-                .requests()
-                .iter()
-                .filter(|r| r.path == "/api/v1/pods" && !r.is_watch())
-                .count()
-        };
+        let lists = || pod_lists(&server);
         let lists_before = lists();
         server.set_down(true);
         store
@@ -128,13 +131,7 @@ fn the_pod_watch_restarts_when_the_heartbeat_gets_through_again() {
         })
         .await;
         eventually("the listed pod runs", T, || running(&node, "before")).await;
-        let lists = || {
-            server
-                .requests()
-                .iter()
-                .filter(|r| r.path == "/api/v1/pods" && !r.is_watch())
-                .count()
-        };
+        let lists = || pod_lists(&server);
         let lists_before = lists();
 
         server.set_down(true);

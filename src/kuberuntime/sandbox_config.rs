@@ -180,22 +180,8 @@ pub fn sandbox_sysctls(pod: &Pod) -> HashMap<String, String> {
     sysctls
         .into_iter()
         .flatten()
-        .map(|s| (dots_separator(&s.name), s.value.clone()))
+        .map(|s| (crate::sysctl::normalize_name(&s.name), s.value.clone()))
         .collect()
-}
-
-fn dots_separator(name: &str) -> String {
-    match name.find(['.', '/']) {
-        Some(i) if name.as_bytes()[i] == b'/' => name
-            .chars()
-            .map(|c| match c {
-                '.' => '/',
-                '/' => '.',
-                c => c,
-            })
-            .collect(),
-        _ => name.to_string(),
-    }
 }
 
 /// The full sandbox config for `pod`'s sandbox number `attempt`.

@@ -171,16 +171,19 @@ spec:
 
 #[test]
 fn sysctl_names_convert_slashes_to_dots() {
-    assert_eq!(dots_separator("kernel/shm_rmid_forced"), "kernel.shm_rmid_forced");
     assert_eq!(
-        dots_separator("net/ipv4/conf/eno2.100/rp_filter"),
+        crate::sysctl::normalize_name("kernel/shm_rmid_forced"),
+        "kernel.shm_rmid_forced"
+    );
+    assert_eq!(
+        crate::sysctl::normalize_name("net/ipv4/conf/eno2.100/rp_filter"),
         "net.ipv4.conf.eno2/100.rp_filter"
     );
     assert_eq!(
-        dots_separator("net.ipv4.conf.eno2/100.rp_filter"),
+        crate::sysctl::normalize_name("net.ipv4.conf.eno2/100.rp_filter"),
         "net.ipv4.conf.eno2/100.rp_filter"
     );
-    assert_eq!(dots_separator("plain"), "plain");
+    assert_eq!(crate::sysctl::normalize_name("plain"), "plain");
 }
 
 #[test]
