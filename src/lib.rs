@@ -73,6 +73,7 @@ pub mod quantity;
 pub mod runtime_health;
 #[doc(hidden)]
 pub mod server;
+pub mod stats;
 #[doc(hidden)]
 pub mod status;
 #[doc(hidden)]

@@ -326,7 +326,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         wall_clock: config.wall_clock.clone(),
         probes: probe_store.clone(),
         volumes: volumes.handle.clone(),
-        cgroups: cm.handle,
+        cgroups: cm.handle.clone(),
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
@@ -572,6 +572,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
                 cache.clone(),
                 tree_cell.clone(),
                 metrics.clone(),
+                cm.handle.clone(),
             ),
             ext.api_client.clone(),
             api_addrs.clone(),

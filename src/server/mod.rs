@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod node_logs;
 pub mod routes;
 pub mod secure;
+pub mod stats;
 pub mod streaming;
 pub mod tls;
 
