@@ -3,7 +3,8 @@
 //! the runtime's own value wins; otherwise the rate between the cached
 //! sample and this one; nothing on the first sample or when the counter went
 //! backwards (a new container under the same key). Entries not updated for
-//! [`CACHE_PERIOD`] are dropped.
+//! [`CACHE_PERIOD`] (by the local monotonic clock, not the runtime's sample
+//! times) are dropped.
 //!
 //! The cache is a shared handle: the stats provider lives in the server, but
 //! a restarted holder must not lose the samples (the next scrape would have
@@ -11,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Samples older than this are forgotten (upstream `defaultCachePeriod`).
 pub const CACHE_PERIOD: Duration = Duration::from_secs(10 * 60);
@@ -29,6 +30,7 @@ pub struct CpuSample {
 struct Record {
     sample: CpuSample,
     usage_nano_cores: Option<u64>,
+    updated: Instant,
 }
 
 /// The rate between two samples, or `None` when it cannot be computed.
@@ -60,6 +62,11 @@ impl CpuUsageCache {
     /// reported (`reported` wins and bypasses the cache, as upstream);
     /// caches the sample.
     pub fn update(&self, key: &str, sample: CpuSample, reported: Option<u64>) -> Option<u64> {
+        self.update_at(key, sample, reported, Instant::now())
+    }
+
+    /// [`update`](Self::update) at local time `now`.
+    pub fn update_at(&self, key: &str, sample: CpuSample, reported: Option<u64>, now: Instant) -> Option<u64> {
         if reported.is_some() {
             return reported;
         }
@@ -75,6 +82,7 @@ impl CpuUsageCache {
             Record {
                 sample,
                 usage_nano_cores: keep,
+                updated: now,
             },
         );
         keep
@@ -87,11 +95,10 @@ impl CpuUsageCache {
         map.get(key).and_then(|r| r.usage_nano_cores)
     }
 
-    /// Drops samples taken before `now_nanos - CACHE_PERIOD`.
-    pub fn expire(&self, now_nanos: i64) {
-        let horizon = now_nanos - CACHE_PERIOD.as_nanos() as i64;
+    /// Drops keys not updated within [`CACHE_PERIOD`] before `now`.
+    pub fn expire(&self, now: Instant) {
         let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, r| r.sample.timestamp >= horizon);
+        map.retain(|_, r| now.saturating_duration_since(r.updated) <= CACHE_PERIOD);
     }
 
     /// Number of cached keys.
@@ -144,9 +151,10 @@ mod tests {
     #[test]
     fn old_samples_expire() {
         let c = CpuUsageCache::default();
-        c.update("old", s(0, 1), None);
-        c.update("new", s(700, 1), None);
-        c.expire(700 * 1_000_000_000);
+        let t0 = Instant::now();
+        c.update_at("old", s(0, 1), None, t0);
+        c.update_at("new", s(700, 1), None, t0 + Duration::from_secs(700));
+        c.expire(t0 + Duration::from_secs(700));
         assert_eq!(c.len(), 1);
         assert_eq!(c.update("old", s(701, 2), None), None);
     }

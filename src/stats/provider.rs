@@ -295,8 +295,12 @@ impl StatsProvider {
             );
         }
         let mut pods: Vec<PodStats> = pods.into_iter().map(|(_, p)| p).collect();
+        for p in &mut pods {
+            p.containers
+                .sort_by(|a, b| (&a.start_time.0, &a.name).cmp(&(&b.start_time.0, &b.name)));
+        }
         pods.sort_by(|a, b| (&a.pod_ref.namespace, &a.pod_ref.name).cmp(&(&b.pod_ref.namespace, &b.pod_ref.name)));
-        self.cpu.expire(now);
+        self.cpu.expire(std::time::Instant::now());
         Collected {
             summary: Summary { node, pods },
             containers: infos,
