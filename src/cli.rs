@@ -112,6 +112,15 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "N", default_value_t = 110)]
     pub max_pods: i64,
 
+    /// Rotate a container's log file when it reaches this size, e.g. 10Mi;
+    /// negative disables rotation (containerLogMaxSize).
+    #[arg(long, value_name = "QUANTITY", default_value = "10Mi", allow_hyphen_values = true)]
+    pub container_log_max_size: String,
+
+    /// Log files kept per container, the live one included; at least 2 (containerLogMaxFiles).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub container_log_max_files: i32,
+
     /// Read-only HTTP port (/pods, /healthz); 0 disables (readOnlyPort).
     #[arg(long, value_name = "PORT", default_value_t = 0)]
     pub read_only_port: u16,

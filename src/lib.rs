@@ -54,6 +54,7 @@ pub mod kubelet;
 pub mod kubelet_config_file;
 #[doc(hidden)]
 pub mod kuberuntime;
+pub mod logs;
 pub mod messages;
 #[doc(hidden)]
 pub mod pleg;

@@ -54,6 +54,7 @@
 //! | `probe-<pod>-<container>-<kind>` | `src/prober/worker.rs` | the probe store (`ProbeStore`) | (period timer) |
 //! | `prober` | `src/prober/manager.rs` | `ProbeStore` | PLEG events |
 //! | `pod-config` | `src/config/pod_config.rs` | `PodConfigState` (the merge) | `SourceSnapshot`, `GetManifestErrors` |
+//! | `container-log-manager` | `src/logs/manager.rs` | `LogRotationState` (the round lock; the files are the state) | (monitor timer) |
 //! | `container-gc`, `image-gc` | `src/gc/container_actor.rs`, `src/gc/image_actor.rs` | `GcState` (image records, failure streaks) | (timers) |
 //! | `container-manager` | `src/cm/actor.rs` | `ContainerManager` (the on/off decision, cgroupfs) | (QoS update timer) |
 //! | `oom-watcher` | `src/cm/oom_watcher.rs` | `OomState` (last kmsg record, partial kill) | (kmsg read timer) |

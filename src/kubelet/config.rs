@@ -289,6 +289,19 @@ pub struct KubeletConfig {
     /// c.image_maximum_gc_age = std::time::Duration::from_secs(7 * 24 * 3600); // unused for a week: removed
     /// ```
     pub image_maximum_gc_age: Duration,
+    /// Container log rotation (`containerLogMaxSize`, `containerLogMaxFiles`);
+    /// `None` disables it (a negative `containerLogMaxSize`).
+    ///
+    /// ```
+    /// let c = actlet::KubeletConfig::new("node-a");
+    /// let p = c.container_log_rotation.unwrap();
+    /// assert_eq!((p.max_size, p.max_files), (10 << 20, 5));
+    /// ```
+    pub container_log_rotation: Option<crate::logs::LogRotatePolicy>,
+    /// Containers whose logs are rotated at once (`containerLogMaxWorkers`, default 1).
+    pub container_log_max_workers: usize,
+    /// How often log sizes are checked (`containerLogMonitorInterval`, default 10 s).
+    pub container_log_monitor_interval: Duration,
     /// Where image GC reads the image filesystem's usage (default: the
     /// runtime's `ImageFsInfo` mountpoint, then `statvfs`).
     ///
@@ -414,6 +427,12 @@ impl KubeletConfig {
             image_gc_low_threshold_percent: 80,
             image_minimum_gc_age: Duration::from_secs(120),
             image_maximum_gc_age: Duration::ZERO,
+            container_log_rotation: Some(crate::logs::LogRotatePolicy {
+                max_size: 10 << 20,
+                max_files: 5,
+            }),
+            container_log_max_workers: 1,
+            container_log_monitor_interval: Duration::from_secs(10),
             image_fs: crate::gc::ImageFsSource::default(),
             cluster_dns: Vec::new(),
             cluster_domain: String::new(),
@@ -518,6 +537,7 @@ impl KubeletConfig {
             });
         }
         c.max_pods = flags.max_pods;
+        c.container_log_rotation = log_rotation(&flags.container_log_max_size, flags.container_log_max_files)?;
         let invalid = |field: &'static str| move |reason: String| ConfigError { field, reason };
         c.node_labels = parse_node_labels(&flags.node_labels).map_err(invalid("--node-labels"))?;
         c.register_with_taints =
@@ -626,8 +646,47 @@ fn cgroup_settings(flags: &KubeletFlags) -> Result<crate::cm::CmConfig, ConfigEr
     })
 }
 
+/// The rotation policy of `--container-log-max-size` / `--container-log-max-files`
+/// (upstream `NewContainerLogManager`): a negative size disables rotation;
+/// at least 2 files.
+pub(crate) fn log_rotation(
+    max_size: &str,
+    max_files: i32,
+) -> Result<Option<crate::logs::LogRotatePolicy>, ConfigError> {
+    if max_files <= 1 {
+        return Err(ConfigError {
+            field: "--container-log-max-files",
+            reason: format!("invalid MaxFiles {max_files}, must be > 1"),
+        });
+    }
+    let size = crate::quantity::ParsedQuantity::parse(max_size)
+        .map_err(|e| ConfigError {
+            field: "--container-log-max-size",
+            reason: format!("failed to parse container log max size {max_size:?}: {}", e.0),
+        })?
+        .value();
+    Ok(u64::try_from(size).ok().map(|max_size| crate::logs::LogRotatePolicy {
+        max_size,
+        max_files: max_files as usize,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn log_rotation_follows_upstreams_checks() {
+        assert_eq!(super::log_rotation("1Ki", 3).unwrap().unwrap().max_size, 1024);
+        assert!(super::log_rotation("-1", 5).unwrap().is_none());
+        assert_eq!(
+            super::log_rotation("10Mi", 1).unwrap_err().field,
+            "--container-log-max-files"
+        );
+        assert_eq!(
+            super::log_rotation("ten", 5).unwrap_err().field,
+            "--container-log-max-size"
+        );
+    }
+
     use clap::Parser;
 
     use super::*;

@@ -464,6 +464,21 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         root = root.child(spec);
     }
 
+    // container-log-manager: the round lock outlives its restarts
+    if let Some(policy) = config.container_log_rotation {
+        let deps = crate::logs::LogManagerDeps {
+            runtime: runtime.clone(),
+            policy,
+            workers: config.container_log_max_workers,
+            interval: config.container_log_monitor_interval,
+            wall_clock: config.wall_clock.clone(),
+            state: crate::logs::LogRotationState::default(),
+        };
+        root = root.child(ChildSpec::new("container-log-manager", move || {
+            crate::logs::ContainerLogManager::new(deps.clone())
+        }));
+    }
+
     if let Some(path) = &config.static_pod_path {
         let mut fc = FileSourceConfig::new(path.clone(), config.node_name.clone());
         fc.check_frequency = config.file_check_frequency;

@@ -124,6 +124,20 @@ pub fn overlay(
     if set("http_check_frequency", "httpCheckFrequency", "--http-check-frequency") {
         kc.http_check_frequency = Some(secs(flags.http_check_frequency));
     }
+    if set(
+        "container_log_max_size",
+        "containerLogMaxSize",
+        "--container-log-max-size",
+    ) {
+        kc.container_log_max_size = Some(flags.container_log_max_size.clone());
+    }
+    if set(
+        "container_log_max_files",
+        "containerLogMaxFiles",
+        "--container-log-max-files",
+    ) {
+        kc.container_log_max_files = Some(flags.container_log_max_files);
+    }
     if set("max_pods", "maxPods", "--max-pods") {
         kc.max_pods = Some(i32::try_from(flags.max_pods).unwrap_or(i32::MAX));
     }
@@ -287,6 +301,10 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.http_check_frequency = dur(kc.http_check_frequency, f.http_check_frequency);
     f.node_status_update_frequency = dur(kc.node_status_update_frequency, f.node_status_update_frequency);
     f.max_pods = kc.max_pods.map_or(f.max_pods, i64::from);
+    if let Some(size) = kc.container_log_max_size.as_ref().filter(|s| !s.is_empty()) {
+        f.container_log_max_size = size.clone();
+    }
+    f.container_log_max_files = kc.container_log_max_files.unwrap_or(f.container_log_max_files);
     f.read_only_port = kc
         .read_only_port
         .map_or(f.read_only_port, |p| u16::try_from(p).unwrap_or(0));
