@@ -283,6 +283,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let sc = statuses.clone();
     let clock = config.wall_clock.clone();
     let status_observers = ext.status_observers;
+    let pod_start = metrics.pods().status_observer(pods.clone(), config.wall_clock.clone());
     let status_sink = early.status_sink;
     let status_manager = ChildSpec::new("status-manager", move || {
         let clock = clock.clone();
@@ -290,6 +291,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         for o in &status_observers {
             m = m.with_subscriber(o.clone());
         }
+        m = m.with_subscriber(pod_start.clone());
         if let Some(sink) = &status_sink {
             m = m.with_sink(sink.clone());
         }
@@ -327,6 +329,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         probes: probe_store.clone(),
         volumes: volumes.handle.clone(),
         cgroups: cm.handle.clone(),
+        metrics: Some(metrics.pods().clone()),
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
