@@ -183,4 +183,5 @@ chaos! {
     image_gc_restart_goes_unnoticed => "image-gc",
     container_manager_restart_goes_unnoticed => "container-manager",
     oom_watcher_restart_goes_unnoticed => "oom-watcher",
+    container_log_manager_restart_goes_unnoticed => "container-log-manager",
 }

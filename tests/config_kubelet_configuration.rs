@@ -249,10 +249,11 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
     assert_eq!(r.flags.authorization_mode, "Webhook");
     assert!(!r.flags.anonymous_auth);
     assert_eq!(config.cgroups.naming.driver, actlet::cm::CgroupDriver::Systemd);
+    let rotation = config.container_log_rotation.unwrap();
+    assert_eq!((rotation.max_size, rotation.max_files), (50 << 20, 5));
     for field in [
         "volumePluginDir",
         "evictionHard",
-        "containerLogMaxSize",
         "serializeImagePulls",
         "rotateCertificates",
     ] {
@@ -267,6 +268,8 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
         "authorization",
         "cgroupsPerQOS",
         "featureGates",
+        "containerLogMaxSize",
+        "containerLogMaxFiles",
     ] {
         assert!(
             !named.contains(honoured_or_default),

@@ -241,15 +241,11 @@ impl ContainerLogManager {
             drop(guard);
             result
         });
-        ctx.spawn(
-            async move { task.await }
-                .into_actor(self)
-                .map(|result, _, _| match result {
-                    Ok(Err(e)) => tracing::error!(error = %e, "failed to rotate container logs"),
-                    Err(e) => tracing::error!(error = %e, "container log rotation round panicked"),
-                    Ok(Ok(_)) => {}
-                }),
-        );
+        ctx.spawn(task.into_actor(self).map(|result, _, _| match result {
+            Ok(Err(e)) => tracing::error!(error = %e, "failed to rotate container logs"),
+            Err(e) => tracing::error!(error = %e, "container log rotation round panicked"),
+            Ok(Ok(_)) => {}
+        }));
     }
 }
 

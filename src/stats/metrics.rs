@@ -6,7 +6,7 @@
 //! Both are served as Prometheus text 0.0.4, as upstream serves them, with
 //! each sample's timestamp in milliseconds (metrics-server uses it as the
 //! sample time). prometheus-client writes OpenMetrics without sample
-//! timestamps, so [`encode`] converts its text: counter families are named
+//! timestamps, so `encode` converts its text: counter families are named
 //! with `_total` in `# HELP`/`# TYPE`, `# EOF` is dropped and the timestamps
 //! are appended to the sample lines in the order the samples were encoded.
 
