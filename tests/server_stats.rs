@@ -440,6 +440,32 @@ async fn without_list_pod_sandbox_stats_the_pod_sums_its_containers() {
 }
 
 #[tokio::test]
+async fn a_failing_list_pod_sandbox_stats_degrades_one_collection_only() {
+    let n = node();
+    let (sandbox, _) = run_pod(&n.mock, "web", &["app"]).await;
+    n.mock.set_pod_network(
+        &sandbox,
+        MockNetwork {
+            rx_bytes: 5,
+            ..Default::default()
+        },
+    );
+    n.mock.inject(
+        "ListPodSandboxStats",
+        Fault::error(tonic::Code::Unknown, "failed to decode sandbox container metrics").times(1),
+    );
+    let s = n.summary().await;
+    assert!(s.pods[0].network.is_none(), "this time from the containers' sums");
+    assert!(s.pods[0].cpu.is_some());
+    let s = n.summary().await;
+    assert_eq!(
+        s.pods[0].network.as_ref().unwrap().rx_bytes,
+        Some(5),
+        "asked again next time"
+    );
+}
+
+#[tokio::test]
 async fn only_cpu_and_memory_leaves_out_the_rest() {
     let n = node();
     run_pod(&n.mock, "web", &["app"]).await;

@@ -6,6 +6,7 @@
 pub mod cgroup;
 pub mod convert;
 pub mod cpu_usage;
+pub mod du_cache;
 pub mod host;
 pub mod metrics;
 pub mod provider;

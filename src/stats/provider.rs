@@ -77,6 +77,7 @@ pub struct StatsProvider {
     pods: PodManager,
     cgroups: Option<crate::cm::ContainerManager>,
     cpu: CpuUsageCache,
+    du: super::du_cache::DiskUsageCache,
     /// The runtime answered `UNIMPLEMENTED` to `ListPodSandboxStats`.
     no_sandbox_stats: Arc<AtomicBool>,
 }
@@ -114,6 +115,7 @@ impl StatsProvider {
             pods,
             cgroups,
             cpu,
+            du: Default::default(),
             no_sandbox_stats: Arc::default(),
         }
     }
@@ -124,24 +126,28 @@ impl StatsProvider {
     }
 
     /// Pod sandbox stats by sandbox ID, `None` when the runtime has no
-    /// `ListPodSandboxStats` (remembered after the first `UNIMPLEMENTED`).
-    async fn sandbox_stats(&self) -> Result<Option<HashMap<String, v1::PodSandboxStats>>, StatsError> {
+    /// `ListPodSandboxStats` (remembered after the first `UNIMPLEMENTED`) or
+    /// it failed this time (then the pods fall back for this collection).
+    async fn sandbox_stats(&self) -> Option<HashMap<String, v1::PodSandboxStats>> {
         if self.no_sandbox_stats.load(Ordering::Relaxed) {
-            return Ok(None);
+            return None;
         }
         match self.runtime.list_pod_sandbox_stats(Default::default()).await {
-            Ok(r) => Ok(Some(
+            Ok(r) => Some(
                 r.stats
                     .into_iter()
                     .filter_map(|s| Some((s.attributes.as_ref()?.id.clone(), s)))
                     .collect(),
-            )),
+            ),
             Err(e) if e.code == tonic::Code::Unimplemented => {
                 tracing::info!("the runtime has no ListPodSandboxStats; pod stats come from cgroups");
                 self.no_sandbox_stats.store(true, Ordering::Relaxed);
-                Ok(None)
+                None
             }
-            Err(e) => Err(e.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, "ListPodSandboxStats failed; pod stats come from cgroups this time");
+                None
+            }
         }
     }
 
@@ -157,11 +163,15 @@ impl StatsProvider {
     /// Collects everything (file system walks run on the blocking pool).
     pub async fn collect(&self) -> Result<Collected, StatsError> {
         let rt = &self.runtime;
-        let sandboxes = rt.list_pod_sandbox(Default::default()).await?.items;
-        let containers = rt.list_containers(Default::default()).await?.containers;
-        let stats = rt.list_container_stats(Default::default()).await?.stats;
-        let sandbox_stats = self.sandbox_stats().await?;
-        let image_fs = rt.image_fs_info(Default::default()).await?;
+        let (sandboxes, containers, stats, image_fs, sandbox_stats) = tokio::join!(
+            rt.list_pod_sandbox(Default::default()),
+            rt.list_containers(Default::default()),
+            rt.list_container_stats(Default::default()),
+            rt.image_fs_info(Default::default()),
+            self.sandbox_stats(),
+        );
+        let (sandboxes, containers) = (sandboxes?.items, containers?.containers);
+        let (stats, image_fs) = (stats?.stats, image_fs?);
         let me = self.clone();
         let out =
             tokio::task::spawn_blocking(move || me.assemble(sandboxes, containers, stats, sandbox_stats, image_fs))
@@ -254,7 +264,7 @@ impl StatsProvider {
                 &pref.uid,
             )
             .join(&name);
-            let (log_bytes, log_inodes) = host::disk_usage(&log_dir);
+            let (log_bytes, log_inodes) = self.du.usage(&log_dir);
             ps.containers.push(ContainerStats {
                 name: name.clone(),
                 start_time: time(c.created_at),
@@ -332,7 +342,7 @@ impl StatsProvider {
         let mut volumes = Vec::new();
         for plugin in std::fs::read_dir(&volumes_dir).into_iter().flatten().flatten() {
             for vol in std::fs::read_dir(plugin.path()).into_iter().flatten().flatten() {
-                let (bytes, inodes) = host::disk_usage(&vol.path());
+                let (bytes, inodes) = self.du.usage(&vol.path());
                 volumes.push(VolumeStats {
                     fs: convert::usage_on(now, host::fs_info(&vol.path()), bytes, inodes),
                     name: vol.file_name().to_string_lossy().into_owned(),
