@@ -11,10 +11,13 @@ use std::time::{Duration, Instant};
 /// How long a measurement is reused.
 pub const DU_TTL: Duration = Duration::from_secs(10);
 
+/// `(bytes, inodes)` measured at an instant.
+type Measured = (Instant, (u64, u64));
+
 /// Cached `(bytes, inodes)` by directory (cheap to clone; clones share).
 #[derive(Clone, Debug, Default)]
 pub struct DiskUsageCache {
-    inner: Arc<Mutex<HashMap<PathBuf, (Instant, (u64, u64))>>>,
+    inner: Arc<Mutex<HashMap<PathBuf, Measured>>>,
 }
 
 impl DiskUsageCache {
