@@ -112,15 +112,6 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "N", default_value_t = 110)]
     pub max_pods: i64,
 
-    /// Rotate a container's log file when it reaches this size, e.g. 10Mi;
-    /// negative disables rotation (containerLogMaxSize).
-    #[arg(long, value_name = "QUANTITY", default_value = "10Mi", allow_hyphen_values = true)]
-    pub container_log_max_size: String,
-
-    /// Log files kept per container, the live one included; at least 2 (containerLogMaxFiles).
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub container_log_max_files: i32,
-
     /// Read-only HTTP port (/pods, /healthz); 0 disables (readOnlyPort).
     #[arg(long, value_name = "PORT", default_value_t = 0)]
     pub read_only_port: u16,
@@ -175,9 +166,31 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "LEVEL,...", value_delimiter = ',', default_value = "pods")]
     pub enforce_node_allocatable: Vec<String>,
 
+    /// Rotate a container's log when it reaches this size, e.g. 10Mi (containerLogMaxSize).
+    #[arg(long, value_name = "QUANTITY", default_value = "10Mi")]
+    pub container_log_max_size: String,
+
+    /// Log files kept per container, current one included; at least 2 (containerLogMaxFiles).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub container_log_max_files: i64,
+
+    /// Unsafe sysctls or sysctl patterns (ending in *) pods may set, comma-separated (allowedUnsafeSysctls).
+    #[arg(long, value_name = "SYSCTL,...", value_delimiter = ',')]
+    pub allowed_unsafe_sysctls: Vec<String>,
+
     /// How often the node status is computed and posted when changed (nodeStatusUpdateFrequency).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub node_status_update_frequency: Duration,
+
+    /// Pull one image at a time (serializeImagePulls); with false,
+    /// maxParallelImagePulls bounds the parallel pulls (none: unbounded).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub serialize_image_pulls: bool,
+
+    /// Most image pulls in parallel when serializeImagePulls is false (maxParallelImagePulls).
+    #[arg(long, value_name = "N")]
+    pub max_parallel_image_pulls: Option<i32>,
 
     /// Register the node with the API server (registerNode).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,

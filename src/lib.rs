@@ -54,7 +54,7 @@ pub mod kubelet;
 pub mod kubelet_config_file;
 #[doc(hidden)]
 pub mod kuberuntime;
-pub mod logs;
+pub mod logrotate;
 pub mod messages;
 #[doc(hidden)]
 pub mod pleg;
@@ -79,6 +79,7 @@ pub mod stats;
 pub mod status;
 #[doc(hidden)]
 pub mod sync_loop;
+pub mod sysctl;
 #[cfg(feature = "testing")]
 pub mod testing;
 #[doc(hidden)]

@@ -44,7 +44,7 @@ pub const POD_SPEC: &[(&str, Support)] = &[
     ("dnsConfig", Honoured),
     ("dnsPolicy", Honoured),
     ("enableServiceLinks", Honoured),
-    ("ephemeralContainers", NotYet),
+    ("ephemeralContainers", Honoured), // walked: CONTAINER
     ("hostAliases", Honoured),
     ("hostIPC", Honoured),
     ("hostNetwork", Honoured),
@@ -93,7 +93,7 @@ pub const CONTAINER: &[(&str, Support)] = &[
     ("ports", Honoured),
     ("readinessProbe", Honoured),
     // Defaulted by the API server; matters only once a resize is asked for.
-    ("resizePolicy", NotKubelet),
+    ("resizePolicy", Honoured),
     ("resources", Honoured),
     ("restartPolicy", Honoured),
     ("securityContext", Honoured), // walked: SECURITY_CONTEXT
@@ -223,10 +223,14 @@ pub fn unsupported_fields(pod: &Pod) -> Vec<String> {
     if let Some(Value::Object(sc)) = spec.get("securityContext") {
         walk(sc, POD_SECURITY_CONTEXT, "spec.securityContext", &mut out);
     }
-    for list in ["initContainers", "containers"] {
+    for list in ["initContainers", "containers", "ephemeralContainers"] {
         for (name, c) in named(spec.get(list)) {
             let at = format!("spec.{list}[{name}]");
-            walk(c, CONTAINER, &at, &mut out);
+            // Ephemeral containers' one extra field, the container whose PID
+            // namespace they join, is honoured.
+            let mut c = c.clone();
+            c.remove("targetContainerName");
+            walk(&c, CONTAINER, &at, &mut out);
             if let Some(Value::Object(sc)) = c.get("securityContext") {
                 walk(sc, SECURITY_CONTEXT, &format!("{at}.securityContext"), &mut out);
             }
@@ -449,7 +453,6 @@ mod tests {
         }
         for must in [
             "spec.runtimeClassName",
-            "spec.ephemeralContainers",
             "spec.containers[app].volumeDevices",
             "spec.securityContext.supplementalGroupsPolicy",
             "spec.volumes[v-persistentVolumeClaim].persistentVolumeClaim",

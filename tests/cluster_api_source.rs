@@ -104,3 +104,51 @@ fn bound_pods_run_and_survive_watch_expiry_and_apiserver_restart() {
         node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
     });
 }
+
+/// After an outage the pod watch resumes when the node's heartbeat gets
+/// through again, not when its backoff ends: with a 10 min watch backoff the
+/// pod created while the API server was away still runs within seconds of
+/// its return (without the Lease's signal it would wait the 10 min).
+#[test]
+fn the_pod_watch_restarts_when_the_heartbeat_gets_through_again() {
+    run(|| async {
+        let server = TestApiServer::start();
+        let store = server.store();
+        store
+            .create("pods", "default", &bound_pod("before", "sleep 3600"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let node = start_node(&server, mock.clone(), |b| {
+            b.configure(|c| {
+                c.api_watch_backoff = actlet::cluster::WatchBackoffPolicy {
+                    initial: Duration::from_secs(600),
+                    max: Duration::from_secs(600),
+                };
+            })
+        })
+        .await;
+        eventually("the listed pod runs", T, || running(&node, "before")).await;
+        let lists = || {
+            server
+                .requests()
+                .iter()
+                .filter(|r| r.path == "/api/v1/pods" && !r.is_watch())
+                .count()
+        };
+        let lists_before = lists();
+
+        server.set_down(true);
+        store
+            .create("pods", "default", &bound_pod("while-down", "sleep 3600"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Long enough for the watch to fail and the Lease (renewed every 10 s)
+        // to miss a renewal.
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        server.set_down(false);
+        eventually("the pod created while down runs", T, || running(&node, "while-down")).await;
+        assert!(lists() > lists_before, "the restarted watch re-listed");
+        assert!(running(&node, "before").is_some(), "the running pod is untouched");
+        assert_eq!(mock.calls_to("StartContainer").len(), 2, "no container restarted");
+        node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+    });
+}

@@ -113,6 +113,7 @@ async fn lease_through_proxy(
         duration_seconds: 40,
         renew_interval: Duration::from_millis(200),
         wall_clock: WallClock::system(),
+        reachability: Default::default(),
     })
     .start();
     (proxy, dir, lease)

@@ -249,14 +249,14 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
     assert_eq!(r.flags.authorization_mode, "Webhook");
     assert!(!r.flags.anonymous_auth);
     assert_eq!(config.cgroups.naming.driver, actlet::cm::CgroupDriver::Systemd);
-    let rotation = config.container_log_rotation.unwrap();
-    assert_eq!((rotation.max_size, rotation.max_files), (50 << 20, 5));
-    for field in [
-        "volumePluginDir",
-        "evictionHard",
-        "serializeImagePulls",
-        "rotateCertificates",
-    ] {
+    assert_eq!(
+        (
+            config.container_log_policy.max_size,
+            config.container_log_policy.max_files
+        ),
+        (50 << 20, 5)
+    );
+    for field in ["volumePluginDir", "evictionHard", "rotateCertificates"] {
         assert!(named.contains(field), "{field} warned: {:#?}", r.warnings);
     }
     for honoured_or_default in [
@@ -270,6 +270,7 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
         "featureGates",
         "containerLogMaxSize",
         "containerLogMaxFiles",
+        "serializeImagePulls",
     ] {
         assert!(
             !named.contains(honoured_or_default),

@@ -98,6 +98,35 @@ async fn logs_exec_and_run_on_containerd() {
         (200, "hello\noo".into())
     );
 
+    // the Summary API from containerd's container stats
+    let (code, body) = get(addr, "/stats/summary").await;
+    assert_eq!(code, 200, "{body}");
+    let summary: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let pod = summary["pods"]
+        .as_array()
+        .and_then(|pods| pods.iter().find(|p| p["podRef"]["name"] == talker.as_str()).cloned())
+        .unwrap_or_else(|| panic!("no {talker} in {summary:#}"));
+    let main = &pod["containers"][0];
+    assert_eq!(main["name"], "main");
+    assert!(
+        main["memory"]["workingSetBytes"].as_u64().is_some_and(|b| b > 0),
+        "{main:#}"
+    );
+    assert!(main["cpu"]["usageCoreNanoSeconds"].as_u64().is_some(), "{main:#}");
+    assert!(
+        summary["node"]["runtime"]["imageFs"]["usedBytes"]
+            .as_u64()
+            .is_some_and(|b| b > 0)
+    );
+    let (code, text) = get(addr, "/metrics/resource").await;
+    assert_eq!(code, 200);
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("container_memory_working_set_bytes{container=\"main\"") && l.contains(talker.as_str())
+        ),
+        "{text}"
+    );
+
     // exec through containerd's streaming server
     let path = format!("/exec/default/{talker}/main?command=echo&command=hi-from-containerd&output=1&error=1");
     let s = ws_session(addr, &path, "v4.channel.k8s.io", None, None).await.unwrap();

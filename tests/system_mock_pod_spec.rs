@@ -266,3 +266,63 @@ fn restart_count_keeps_growing_across_a_kubelet_restart() {
         assert!(seen.windows(2).all(|w| w[0] <= w[1]), "not monotonic: {seen:?}");
     });
 }
+
+fn with_sysctl(name: &str, sysctl: &str) -> Pod {
+    PodBuilder::new(name)
+        .uid(format!("u-{name}"))
+        .container("app", "busybox:1.36", ["sleep", "3600"])
+        .modify(|p| {
+            p.spec.as_mut().unwrap().security_context = Some(k8s_openapi::api::core::v1::PodSecurityContext {
+                sysctls: Some(vec![k8s_openapi::api::core::v1::Sysctl {
+                    name: sysctl.into(),
+                    value: "1".into(),
+                }]),
+                ..Default::default()
+            })
+        })
+        .build()
+}
+
+/// Upstream's "should not launch unsafe, but not explicitly enabled sysctls
+/// on the node": an unsafe sysctl is rejected `SysctlForbidden` unless
+/// `allowedUnsafeSysctls` names it; safe ones always run.
+#[test]
+fn unsafe_sysctls_need_the_node_allowlist() {
+    run_paused(async {
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let allow = |allowed: &'static [&'static str]| {
+            move |b: actlet::ActletBuilder| {
+                b.configure(move |c| c.sysctls = actlet::sysctl::Allowlist::new(allowed, None).unwrap())
+            }
+        };
+        let node = TestNode::builder().mock(mock.clone()).customize(allow(&[])).start();
+        node.set_pods(vec![
+            with_sysctl("safe", "kernel.shm_rmid_forced"),
+            with_sysctl("unsafe", "kernel.msgmax"),
+        ]);
+        node.wait_for_phase("default", "unsafe", "Failed", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let status = node.status("default", "unsafe").unwrap();
+        assert_eq!(status.reason.as_deref(), Some("SysctlForbidden"));
+        assert_eq!(
+            status.message.as_deref(),
+            Some(r#"Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted"#)
+        );
+        node.wait_for_phase("default", "safe", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(mock.find_container("unsafe", "app").is_none(), "never started");
+
+        // The same pod on a node that allows kernel.msg*.
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(allow(&["kernel.msg*"]))
+            .start();
+        node.set_pods(vec![with_sysctl("unsafe", "kernel.msgmax")]);
+        node.wait_for_phase("default", "unsafe", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+    });
+}

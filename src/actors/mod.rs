@@ -54,8 +54,8 @@
 //! | `probe-<pod>-<container>-<kind>` | `src/prober/worker.rs` | the probe store (`ProbeStore`) | (period timer) |
 //! | `prober` | `src/prober/manager.rs` | `ProbeStore` | PLEG events |
 //! | `pod-config` | `src/config/pod_config.rs` | `PodConfigState` (the merge) | `SourceSnapshot`, `GetManifestErrors` |
-//! | `container-log-manager` | `src/logs/manager.rs` | `LogRotationState` (the round lock; the files are the state) | (monitor timer) |
 //! | `container-gc`, `image-gc` | `src/gc/container_actor.rs`, `src/gc/image_actor.rs` | `GcState` (image records, failure streaks) | (timers) |
+//! | `container-log-manager` | `src/logrotate/actor.rs` | nothing: the "round running" flag is in its deps | (monitor timer) |
 //! | `container-manager` | `src/cm/actor.rs` | `ContainerManager` (the on/off decision, cgroupfs) | (QoS update timer) |
 //! | `oom-watcher` | `src/cm/oom_watcher.rs` | `OomState` (last kmsg record, partial kill) | (kmsg read timer) |
 //! | `file-source`, `http-source` | `src/config/file_source.rs`, `src/config/http_source.rs` | last good manifests | (inotify, timers) |
@@ -67,7 +67,8 @@
 //! | `healthz`, `read-only` | `src/server/actor.rs` | bound addresses | HTTP |
 //! | `kubelet-api` | `src/kubelet/api_server.rs` | nothing (serves shared views) | HTTPS on 10250 |
 //!
-//! Non-critical children (`healthz`, `read-only`, `kubelet-api`, `events`) never take the
+//! Non-critical children (`healthz`, `read-only`, `kubelet-api`, `events`,
+//! `container-log-manager`) never take the
 //! node agent down: see [`supervisor::Criticality`].
 
 pub mod supervisor;

@@ -3,8 +3,10 @@
 //!
 //! kube-runtime's watcher does the protocol: it lists, watches from the
 //! list's resourceVersion with bookmarks, resumes from the last seen
-//! resourceVersion when a watch ends, re-lists on 410 Gone and backs off
-//! (exponential, 0.8 s → 30 s with jitter) while the API server is away.
+//! resourceVersion when a watch ends and re-lists on 410 Gone. While the API
+//! server is away it backs off (exponential, 0.8 s → 30 s with jitter), but
+//! the re-list after a 410 is immediate and a failing watch restarts at once
+//! when the node's heartbeat gets through again ([`crate::cluster::watch_backoff`]).
 //! The actor keeps the set of pods ([`ApiPodSet`]) and sends PodConfig the
 //! whole set after each change, like upstream's undelta store; PodConfig
 //! diffs it, so a re-list that finds the same pods changes nothing and
@@ -16,14 +18,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use actix::{Actor, AsyncContext, Context, StreamHandler};
+use actix::{Actor, AsyncContext, Context, SpawnHandle, StreamHandler};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
 use super::mirror_index::{MirrorPods, is_mirror_pod};
+use super::watch_backoff::{ApiReachability, WatchBackoffPolicy, backoff_watch};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
 
@@ -180,7 +182,17 @@ pub struct ApiSource {
     out: SupervisedRecipient<SourceSnapshot>,
     mirrors: MirrorPods,
     set: ApiPodSet,
+    backoff: WatchBackoffPolicy,
+    reachability: Option<ApiReachability>,
+    /// The running watch stream.
+    watch: Option<SpawnHandle>,
+    /// The last thing the watch yielded was an error (it is backing off).
+    failing: bool,
 }
+
+/// The heartbeat got through to the API server again (a new generation of
+/// [`ApiReachability`]).
+struct ApiReached;
 
 impl ApiSource {
     /// Watches the pods of `node_name` and sends snapshots to `out`.
@@ -209,7 +221,34 @@ impl ApiSource {
             out,
             mirrors,
             set: ApiPodSet::default(),
+            backoff: WatchBackoffPolicy::default(),
+            reachability: None,
+            watch: None,
+            failing: false,
         }
+    }
+
+    /// Retries a failed watch after `policy` (default: client-go's 0.8 s … 30 s).
+    pub fn with_watch_backoff(mut self, policy: WatchBackoffPolicy) -> Self {
+        self.backoff = policy;
+        self
+    }
+
+    /// Restarts a failing watch at once whenever `reachability` says the API
+    /// server answers again (the node Lease raises it).
+    pub fn with_reachability(mut self, reachability: ApiReachability) -> Self {
+        self.reachability = Some(reachability);
+        self
+    }
+
+    fn start_watch(&mut self, ctx: &mut Context<Self>) {
+        if let Some(old) = self.watch.take() {
+            ctx.cancel_future(old);
+        }
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let config = watcher::Config::default().fields(&format!("spec.nodeName={}", self.node_name));
+        self.failing = false;
+        self.watch = Some(ctx.add_stream(backoff_watch(watcher::watcher(api, config), self.backoff).boxed()));
     }
 
     fn publish(&self) {
@@ -231,15 +270,36 @@ impl Actor for ApiSource {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let api: Api<Pod> = Api::all(self.client.clone());
-        let config = watcher::Config::default().fields(&format!("spec.nodeName={}", self.node_name));
         tracing::info!(node = %self.node_name, "watching pods bound to this node");
-        ctx.add_stream(watcher::watcher(api, config).default_backoff().boxed());
+        self.start_watch(ctx);
+        if let Some(reachability) = &self.reachability {
+            let mut rx = reachability.subscribe();
+            rx.mark_unchanged();
+            let reached = futures::stream::unfold(rx, |mut rx| async move {
+                rx.changed().await.ok()?;
+                Some((ApiReached, rx))
+            });
+            ctx.add_stream(reached);
+        }
+    }
+}
+
+impl StreamHandler<ApiReached> for ApiSource {
+    fn handle(&mut self, _: ApiReached, ctx: &mut Self::Context) {
+        if self.failing {
+            tracing::info!(node = %self.node_name, "API server reachable again: restarting the pod watch now");
+            self.start_watch(ctx);
+        }
+    }
+
+    fn finished(&mut self, _ctx: &mut Self::Context) {
+        // The reachability signal outlives this actor; nothing to do if it ends.
     }
 }
 
 impl StreamHandler<Result<Event<Pod>, watcher::Error>> for ApiSource {
     fn handle(&mut self, item: Result<Event<Pod>, watcher::Error>, _ctx: &mut Self::Context) {
+        self.failing = item.is_err();
         match item {
             Ok(Event::Delete(pod)) if self.set.listed() => {
                 // A force deletion (grace 0) is seen only as DELETED: send the
@@ -264,7 +324,8 @@ impl StreamHandler<Result<Event<Pod>, watcher::Error>> for ApiSource {
     fn finished(&mut self, ctx: &mut Self::Context) {
         // The backoff stream never ends; if it does, restart it.
         tracing::warn!("pod watch stream ended; starting over");
-        <Self as Actor>::started(self, ctx);
+        self.watch = None;
+        self.start_watch(ctx);
     }
 }
 

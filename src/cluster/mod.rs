@@ -17,6 +17,7 @@ pub mod api_source;
 pub mod client;
 pub mod mirror_index;
 pub mod rate_limit;
+pub mod watch_backoff;
 
 // The actors' internals: public for actlet's own wiring and tests, not part
 // of the documented embedding surface.
@@ -41,6 +42,7 @@ pub use client::{
 pub use mirror_index::{MirrorPods, is_mirror_pod};
 pub use node::{NodeHandle, NodeView};
 pub use rate_limit::Qps;
+pub use watch_backoff::{ApiReachability, WatchBackoffPolicy};
 
 #[doc(hidden)]
 pub use events::EventRecorderActor;

@@ -319,6 +319,33 @@ impl ContainerManager {
         driver_path(&self.inner.config.naming, pod_qos(pod), uid)
     }
 
+    /// Writes the pod's current limits to its existing cgroup (after an
+    /// in-place resize of its containers; upstream `doPodResizeAction`
+    /// updates the pod cgroup too). A no-op when the manager is off or the
+    /// cgroup does not exist.
+    pub async fn update_pod(&self, pod: &Pod) -> Result<(), CgroupError> {
+        if !self.start().await {
+            return Ok(());
+        }
+        let path = self.pod_cgroup(pod);
+        let res = resource_config_for_pod(pod, self.inner.node.cpu_cfs_quota, self.inner.config.pod_pids_limit);
+        let me = self.clone();
+        let p = path.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            if !me.inner.fs.exists(&p) {
+                return Ok(());
+            }
+            me.inner.fs.update(&p, &res)
+        });
+        task.await.unwrap_or_else(|join| {
+            Err(CgroupError {
+                op: "pod cgroup task failed for".into(),
+                path: path.into(),
+                source: std::io::Error::other(join.to_string()),
+            })
+        })
+    }
+
     /// Creates the pod's cgroup with its limits when it does not exist
     /// (upstream `EnsureExists`), after updating the QoS cgroups. A no-op
     /// when the manager is off.

@@ -15,8 +15,8 @@ use super::node_facts::{MachineInfo, NodeFacts};
 use crate::actors::supervisor::{AnyChildSpec, ChildSpec, Criticality, SupervisedRecipient};
 use crate::cluster::node::LocalNodeConditions;
 use crate::cluster::{
-    ApiSource, EventRecorderActor, LeaseActor, LeaseDeps, MirrorPodDeps, MirrorPodManager, MirrorPods, NodeActor,
-    NodeDeps, NodeHandle, StatusSyncDeps, StatusSyncSink, StatusSyncer,
+    ApiReachability, ApiSource, EventRecorderActor, LeaseActor, LeaseDeps, MirrorPodDeps, MirrorPodManager, MirrorPods,
+    NodeActor, NodeDeps, NodeHandle, StatusSyncDeps, StatusSyncSink, StatusSyncer,
 };
 use crate::cri::SharedRuntime;
 use crate::events::EventRecorder;
@@ -147,8 +147,12 @@ pub(super) fn late(
         wall_clock: config.wall_clock.clone(),
         handle: node.handle.clone(),
     };
-    let lease = LeaseDeps::new(heartbeat.clone(), config.node_name.clone(), node.handle);
+    // The Lease tells the pod watch when the API server answers again.
+    let reachability = ApiReachability::default();
+    let mut lease = LeaseDeps::new(heartbeat.clone(), config.node_name.clone(), node.handle);
+    lease.reachability = reachability.clone();
     let (c, name, mirrors) = (client.clone(), config.node_name.clone(), mirror_pods.clone());
+    let backoff = config.api_watch_backoff;
     let mut mirror = MirrorPodDeps::new(
         client.clone(),
         config.node_name.clone(),
@@ -161,6 +165,8 @@ pub(super) fn late(
         ChildSpec::new("node-lease", move || LeaseActor::new(lease.clone())).into(),
         ChildSpec::new("api-source", move || {
             ApiSource::new(c.clone(), name.clone(), pod_config.clone(), mirrors.clone())
+                .with_watch_backoff(backoff)
+                .with_reachability(reachability.clone())
         })
         .into(),
         ChildSpec::new("mirror-pods", move || MirrorPodManager::new(mirror.clone())).into(),

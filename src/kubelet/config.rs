@@ -252,6 +252,43 @@ pub struct KubeletConfig {
     /// assert_eq!(c.node_status_report_frequency, std::time::Duration::from_secs(300));
     /// ```
     pub node_status_report_frequency: Duration,
+    /// How the API watches retry while the API server is away (client-go's
+    /// 0.8 s … 30 s); a watch expiry re-lists at once and a failing pod watch
+    /// restarts as soon as the node Lease gets through again.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.api_watch_backoff.max, std::time::Duration::from_secs(30));
+    /// ```
+    pub api_watch_backoff: crate::cluster::WatchBackoffPolicy,
+    /// Container log rotation (`containerLogMaxSize` 10Mi,
+    /// `containerLogMaxFiles` 5, `containerLogMaxWorkers` 1,
+    /// `containerLogMonitorInterval` 10 s).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!((c.container_log_policy.max_size, c.container_log_policy.max_files), (10 << 20, 5));
+    /// ```
+    pub container_log_policy: crate::logrotate::LogRotatePolicy,
+    /// `serializeImagePulls` (true): one image pull at a time.
+    ///
+    /// ```
+    /// # let c = actlet::KubeletConfig::new("node-a");
+    /// assert!(c.serialize_image_pulls && c.max_parallel_image_pulls.is_none());
+    /// ```
+    pub serialize_image_pulls: bool,
+    /// `maxParallelImagePulls`: most pulls at once when not serialized
+    /// (`None`: unbounded).
+    pub max_parallel_image_pulls: Option<usize>,
+    /// The sysctls pods may set: the safe set plus `allowedUnsafeSysctls`
+    /// (`--allowed-unsafe-sysctls`); others are rejected `SysctlForbidden`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.sysctls = actlet::sysctl::Allowlist::new(["kernel.msg*"], None).unwrap();
+    /// assert!(c.sysctls.validate("kernel.msgmax", false, false).is_ok());
+    /// ```
+    pub sysctls: crate::sysctl::Allowlist,
     /// Dead container GC policy (upstream `GCPolicy`: min age 0, 1 per
     /// container, no node limit; its flags are deprecated upstream).
     ///
@@ -289,19 +326,6 @@ pub struct KubeletConfig {
     /// c.image_maximum_gc_age = std::time::Duration::from_secs(7 * 24 * 3600); // unused for a week: removed
     /// ```
     pub image_maximum_gc_age: Duration,
-    /// Container log rotation (`containerLogMaxSize`, `containerLogMaxFiles`);
-    /// `None` disables it (a negative `containerLogMaxSize`).
-    ///
-    /// ```
-    /// let c = actlet::KubeletConfig::new("node-a");
-    /// let p = c.container_log_rotation.unwrap();
-    /// assert_eq!((p.max_size, p.max_files), (10 << 20, 5));
-    /// ```
-    pub container_log_rotation: Option<crate::logs::LogRotatePolicy>,
-    /// Containers whose logs are rotated at once (`containerLogMaxWorkers`, default 1).
-    pub container_log_max_workers: usize,
-    /// How often log sizes are checked (`containerLogMonitorInterval`, default 10 s).
-    pub container_log_monitor_interval: Duration,
     /// Where image GC reads the image filesystem's usage (default: the
     /// runtime's `ImageFsInfo` mountpoint, then `statvfs`).
     ///
@@ -422,17 +446,17 @@ impl KubeletConfig {
             cgroups: crate::cm::CmConfig::default(),
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
+            api_watch_backoff: crate::cluster::WatchBackoffPolicy::default(),
+            container_log_policy: crate::logrotate::LogRotatePolicy::default(),
+            serialize_image_pulls: true,
+            max_parallel_image_pulls: None,
+            sysctls: crate::sysctl::Allowlist::new(Vec::<String>::new(), crate::sysctl::host_kernel())
+                .unwrap_or_default(),
             container_gc_policy: crate::gc::ContainerGcPolicy::default(),
             image_gc_high_threshold_percent: 85,
             image_gc_low_threshold_percent: 80,
             image_minimum_gc_age: Duration::from_secs(120),
             image_maximum_gc_age: Duration::ZERO,
-            container_log_rotation: Some(crate::logs::LogRotatePolicy {
-                max_size: 10 << 20,
-                max_files: 5,
-            }),
-            container_log_max_workers: 1,
-            container_log_monitor_interval: Duration::from_secs(10),
             image_fs: crate::gc::ImageFsSource::default(),
             cluster_dns: Vec::new(),
             cluster_domain: String::new(),
@@ -537,7 +561,6 @@ impl KubeletConfig {
             });
         }
         c.max_pods = flags.max_pods;
-        c.container_log_rotation = log_rotation(&flags.container_log_max_size, flags.container_log_max_files)?;
         let invalid = |field: &'static str| move |reason: String| ConfigError { field, reason };
         c.node_labels = parse_node_labels(&flags.node_labels).map_err(invalid("--node-labels"))?;
         c.register_with_taints =
@@ -545,6 +568,34 @@ impl KubeletConfig {
         c.kube_reserved = parse_reserved(&flags.kube_reserved).map_err(invalid("--kube-reserved"))?;
         c.system_reserved = parse_reserved(&flags.system_reserved).map_err(invalid("--system-reserved"))?;
         c.cgroups = cgroup_settings(flags)?;
+        c.container_log_policy.max_size = crate::logrotate::LogRotatePolicy::parse_size(&flags.container_log_max_size)
+            .map_err(invalid("--container-log-max-size"))?;
+        if flags.container_log_max_files < 2 {
+            return Err(ConfigError {
+                field: "--container-log-max-files",
+                reason: format!("{} must be greater than 1", flags.container_log_max_files),
+            });
+        }
+        c.container_log_policy.max_files = flags.container_log_max_files as usize;
+        match flags.max_parallel_image_pulls {
+            Some(n) if n < 1 => {
+                return Err(ConfigError {
+                    field: "--max-parallel-image-pulls",
+                    reason: format!("{n} must be a positive number"),
+                });
+            }
+            Some(n) if n > 1 && flags.serialize_image_pulls => {
+                return Err(ConfigError {
+                    field: "--max-parallel-image-pulls",
+                    reason: "cannot be larger than 1 unless --serialize-image-pulls is false".into(),
+                });
+            }
+            _ => {}
+        }
+        c.serialize_image_pulls = flags.serialize_image_pulls;
+        c.max_parallel_image_pulls = flags.max_parallel_image_pulls.and_then(|n| usize::try_from(n).ok());
+        c.sysctls = crate::sysctl::Allowlist::new(&flags.allowed_unsafe_sysctls, crate::sysctl::host_kernel())
+            .map_err(|e| invalid("--allowed-unsafe-sysctls")(e.to_string()))?;
         if flags.node_status_update_frequency.is_zero() {
             return Err(ConfigError {
                 field: "--node-status-update-frequency",
@@ -646,47 +697,8 @@ fn cgroup_settings(flags: &KubeletFlags) -> Result<crate::cm::CmConfig, ConfigEr
     })
 }
 
-/// The rotation policy of `--container-log-max-size` / `--container-log-max-files`
-/// (upstream `NewContainerLogManager`): a negative size disables rotation;
-/// at least 2 files.
-pub(crate) fn log_rotation(
-    max_size: &str,
-    max_files: i32,
-) -> Result<Option<crate::logs::LogRotatePolicy>, ConfigError> {
-    if max_files <= 1 {
-        return Err(ConfigError {
-            field: "--container-log-max-files",
-            reason: format!("invalid MaxFiles {max_files}, must be > 1"),
-        });
-    }
-    let size = crate::quantity::ParsedQuantity::parse(max_size)
-        .map_err(|e| ConfigError {
-            field: "--container-log-max-size",
-            reason: format!("failed to parse container log max size {max_size:?}: {}", e.0),
-        })?
-        .value();
-    Ok(u64::try_from(size).ok().map(|max_size| crate::logs::LogRotatePolicy {
-        max_size,
-        max_files: max_files as usize,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn log_rotation_follows_upstreams_checks() {
-        assert_eq!(super::log_rotation("1Ki", 3).unwrap().unwrap().max_size, 1024);
-        assert!(super::log_rotation("-1", 5).unwrap().is_none());
-        assert_eq!(
-            super::log_rotation("10Mi", 1).unwrap_err().field,
-            "--container-log-max-files"
-        );
-        assert_eq!(
-            super::log_rotation("ten", 5).unwrap_err().field,
-            "--container-log-max-size"
-        );
-    }
-
     use clap::Parser;
 
     use super::*;

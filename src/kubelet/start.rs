@@ -235,6 +235,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         cluster_domain: config.cluster_domain.clone(),
         cgroup_naming: config.cgroups.naming.clone(),
         pods_dir: Some(config.root_dir.join("pods")),
+        serialize_image_pulls: config.serialize_image_pulls,
+        max_parallel_image_pulls: config.max_parallel_image_pulls,
         ..RuntimeManagerConfig::default()
     };
     let pods = PodManager::new();
@@ -364,6 +366,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         config.sync.clone(),
     );
     let allocatable = node_allocatable(&config, &facts);
+    let sysctls = config.sysctls.clone();
     let st = statuses.clone();
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
     let gc_sync_state = sync_state.clone();
@@ -371,6 +374,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
+            .with_sysctls(sysctls.clone())
             .with_state(sync_state.clone(), pss.clone())
             .with_status_forgetting(forget.clone())
     })
@@ -455,6 +459,16 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     for spec in cm.children {
         root = root.child(spec);
     }
+    let log_deps = crate::logrotate::LogManagerDeps {
+        wall_clock: config.wall_clock.clone(),
+        ..crate::logrotate::LogManagerDeps::new(runtime.clone(), config.container_log_policy)
+    };
+    root = root.child(
+        ChildSpec::new("container-log-manager", move || {
+            crate::logrotate::ContainerLogManager::new(log_deps.clone())
+        })
+        .criticality(Criticality::NonCritical),
+    );
     for spec in crate::gc::children(crate::gc::GcInputs {
         config: &config,
         runtime: runtime.clone(),
@@ -465,21 +479,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         events: events.clone(),
     }) {
         root = root.child(spec);
-    }
-
-    // container-log-manager: the round lock outlives its restarts
-    if let Some(policy) = config.container_log_rotation {
-        let deps = crate::logs::LogManagerDeps {
-            runtime: runtime.clone(),
-            policy,
-            workers: config.container_log_max_workers,
-            interval: config.container_log_monitor_interval,
-            wall_clock: config.wall_clock.clone(),
-            state: crate::logs::LogRotationState::default(),
-        };
-        root = root.child(ChildSpec::new("container-log-manager", move || {
-            crate::logs::ContainerLogManager::new(deps.clone())
-        }));
     }
 
     if let Some(path) = &config.static_pod_path {

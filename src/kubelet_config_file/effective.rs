@@ -47,11 +47,11 @@ impl Resolved {
         if let Some(d) = kc.image_maximum_gc_age.and_then(|d| d.to_std()) {
             config.image_maximum_gc_age = d;
         }
-        if let Some(w) = kc.container_log_max_workers {
-            config.container_log_max_workers = usize::try_from(w).unwrap_or(1).max(1);
+        if let Some(n) = kc.container_log_max_workers.and_then(|n| usize::try_from(n).ok()) {
+            config.container_log_policy.max_workers = n;
         }
         if let Some(d) = kc.container_log_monitor_interval.and_then(|d| d.to_std()) {
-            config.container_log_monitor_interval = d;
+            config.container_log_policy.monitor_interval = d;
         }
     }
 

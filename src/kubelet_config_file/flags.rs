@@ -124,20 +124,6 @@ pub fn overlay(
     if set("http_check_frequency", "httpCheckFrequency", "--http-check-frequency") {
         kc.http_check_frequency = Some(secs(flags.http_check_frequency));
     }
-    if set(
-        "container_log_max_size",
-        "containerLogMaxSize",
-        "--container-log-max-size",
-    ) {
-        kc.container_log_max_size = Some(flags.container_log_max_size.clone());
-    }
-    if set(
-        "container_log_max_files",
-        "containerLogMaxFiles",
-        "--container-log-max-files",
-    ) {
-        kc.container_log_max_files = Some(flags.container_log_max_files);
-    }
     if set("max_pods", "maxPods", "--max-pods") {
         kc.max_pods = Some(i32::try_from(flags.max_pods).unwrap_or(i32::MAX));
     }
@@ -183,11 +169,46 @@ pub fn overlay(
         kc.enforce_node_allocatable = Some(flags.enforce_node_allocatable.clone());
     }
     if set(
+        "container_log_max_size",
+        "containerLogMaxSize",
+        "--container-log-max-size",
+    ) {
+        kc.container_log_max_size = Some(flags.container_log_max_size.clone());
+    }
+    if set(
+        "container_log_max_files",
+        "containerLogMaxFiles",
+        "--container-log-max-files",
+    ) {
+        kc.container_log_max_files = Some(i32::try_from(flags.container_log_max_files).unwrap_or(i32::MAX));
+    }
+    if set(
+        "allowed_unsafe_sysctls",
+        "allowedUnsafeSysctls",
+        "--allowed-unsafe-sysctls",
+    ) {
+        kc.allowed_unsafe_sysctls = Some(flags.allowed_unsafe_sysctls.clone());
+    }
+    if set(
         "node_status_update_frequency",
         "nodeStatusUpdateFrequency",
         "--node-status-update-frequency",
     ) {
         kc.node_status_update_frequency = Some(secs(flags.node_status_update_frequency));
+    }
+    if set(
+        "serialize_image_pulls",
+        "serializeImagePulls",
+        "--serialize-image-pulls",
+    ) {
+        kc.serialize_image_pulls = Some(flags.serialize_image_pulls);
+    }
+    if set(
+        "max_parallel_image_pulls",
+        "maxParallelImagePulls",
+        "--max-parallel-image-pulls",
+    ) {
+        kc.max_parallel_image_pulls = flags.max_parallel_image_pulls;
     }
     if set("register_node", "registerNode", "--register-node") {
         kc.register_node = Some(flags.register_node);
@@ -301,10 +322,6 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.http_check_frequency = dur(kc.http_check_frequency, f.http_check_frequency);
     f.node_status_update_frequency = dur(kc.node_status_update_frequency, f.node_status_update_frequency);
     f.max_pods = kc.max_pods.map_or(f.max_pods, i64::from);
-    if let Some(size) = kc.container_log_max_size.as_ref().filter(|s| !s.is_empty()) {
-        f.container_log_max_size = size.clone();
-    }
-    f.container_log_max_files = kc.container_log_max_files.unwrap_or(f.container_log_max_files);
     f.read_only_port = kc
         .read_only_port
         .map_or(f.read_only_port, |p| u16::try_from(p).unwrap_or(0));
@@ -321,6 +338,8 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.kube_reserved = kc.kube_reserved.as_ref().map(pairs).unwrap_or_default();
     f.system_reserved = kc.system_reserved.as_ref().map(pairs).unwrap_or_default();
     f.register_node = kc.register_node.unwrap_or(f.register_node);
+    f.serialize_image_pulls = kc.serialize_image_pulls.unwrap_or(f.serialize_image_pulls);
+    f.max_parallel_image_pulls = kc.max_parallel_image_pulls.or(f.max_parallel_image_pulls);
     f.cgroups_per_qos = kc.cgroups_per_qos.unwrap_or(f.cgroups_per_qos);
     if let Some(root) = non_empty(&kc.cgroup_root) {
         f.cgroup_root = root;
@@ -331,6 +350,13 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     f.pod_max_pids = kc.pod_pids_limit.unwrap_or(f.pod_max_pids);
     if let Some(levels) = &kc.enforce_node_allocatable {
         f.enforce_node_allocatable = levels.clone();
+    }
+    if let Some(size) = kc.container_log_max_size.as_ref().filter(|s| !s.is_empty()) {
+        f.container_log_max_size = size.clone();
+    }
+    f.container_log_max_files = kc.container_log_max_files.map_or(f.container_log_max_files, i64::from);
+    if let Some(sysctls) = &kc.allowed_unsafe_sysctls {
+        f.allowed_unsafe_sysctls = sysctls.clone();
     }
 
     if let Some(v) = kc.logging.as_ref().and_then(|l| l.verbosity) {

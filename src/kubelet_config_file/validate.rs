@@ -333,6 +333,12 @@ pub fn validate(kc: &KubeletConfiguration) -> Vec<Invalid> {
     } else if logs.split('/').skip(1).any(|c| c.is_empty() || c == "." || c == "..") && logs != "/" {
         bad("podLogsDir", format!("pod logs path {logs:?} must be normalized"));
     }
+    if let Err(e) = crate::sysctl::Allowlist::new(kc.allowed_unsafe_sysctls.iter().flatten(), None) {
+        bad(
+            "allowedUnsafeSysctls",
+            format!("allowedUnsafeSysctls (--allowed-unsafe-sysctls) {e}"),
+        );
+    }
     actlet_limits(kc, &mut bad);
     out
 }

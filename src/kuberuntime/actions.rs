@@ -140,6 +140,9 @@ pub struct PodActions {
     pub init_containers_to_start: Vec<usize>,
     /// Indexes in `spec.containers` of the containers to start.
     pub containers_to_start: Vec<usize>,
+    /// Indexes in `spec.ephemeralContainers` of those to start (never
+    /// started before; started ahead of init containers).
+    pub ephemeral_containers_to_start: Vec<usize>,
     /// Containers to kill, by CRI container id.
     pub containers_to_kill: BTreeMap<String, ContainerToKill>,
 }
@@ -233,6 +236,7 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
             .iter()
             .chain(init_containers(pod))
             .any(|c| c.name == name)
+            || super::ephemeral::is_ephemeral(pod, name)
     };
     for s in status
         .containers
@@ -249,6 +253,9 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
             changes.containers_to_kill.insert(s.id.clone(), kill);
         }
     }
+
+    // Ephemeral containers may start even while initialization is not done.
+    changes.ephemeral_containers_to_start = super::ephemeral::to_start(pod, status);
 
     let sidecars = has_sidecars(pod);
     if sidecars {

@@ -274,3 +274,41 @@ fn init_progress_reports_the_failed_status() {
     let none = two("Always");
     assert!(find_next_init_container_to_run(&none, &st(&none, vec![], vec![])).done);
 }
+
+// ------------------------------------------------------------------ ephemeral containers
+
+fn with_debugger() -> Pod {
+    spec(
+        "  initContainers: [{name: i0, image: busybox}]\n  containers: [{name: a, image: busybox}]\n  ephemeralContainers: [{name: dbg, image: busybox, targetContainerName: a}]",
+    )
+}
+
+#[test]
+fn ephemeral_containers_start_once_even_before_initialization_ends() {
+    let p = with_debugger();
+    // i0 still running: regular containers wait, the debugger does not.
+    let s = st(&p, vec![ready()], vec![ctr(&p, "i", "i0", Running, 0)]);
+    assert_eq!(act(&p, &s).ephemeral_containers_to_start, vec![0]);
+    // Started (running or exited): never again, and a running one is not killed.
+    for state in [Running, Exited] {
+        let s = st(
+            &p,
+            vec![ready()],
+            vec![
+                ctr(&p, "i", "i0", Exited, 0),
+                ctr(&p, "a1", "a", Running, 0),
+                ctr(&p, "d", "dbg", state, 0),
+            ],
+        );
+        let a = act(&p, &s);
+        assert!(a.ephemeral_containers_to_start.is_empty(), "{state:?}");
+        assert!(a.containers_to_kill.is_empty() && !a.kill_pod, "{state:?}: {a:?}");
+    }
+}
+
+#[test]
+fn ephemeral_containers_wait_while_the_sandbox_is_recreated() {
+    let p = with_debugger();
+    let a = act(&p, &st(&p, vec![], vec![]));
+    assert!(a.create_sandbox && a.ephemeral_containers_to_start.is_empty());
+}

@@ -47,6 +47,9 @@ pub struct RuntimeManagerConfig {
     pub seccomp_default: bool,
     /// `serializeImagePulls`: one image pull at a time (default true).
     pub serialize_image_pulls: bool,
+    /// `maxParallelImagePulls`: most pulls at once when not serialized
+    /// (`None`: unbounded, as upstream).
+    pub max_parallel_image_pulls: Option<usize>,
     /// The CRI runtime handler for `RunPodSandbox` (`""`: the default).
     pub runtime_handler: String,
     /// How pod cgroup parents are named (`cgroupRoot`, `cgroupsPerQOS`, `cgroupDriver`).
@@ -73,6 +76,7 @@ impl Default for RuntimeManagerConfig {
             seccomp_profile_root: PathBuf::from(DEFAULT_SECCOMP_PROFILE_ROOT),
             seccomp_default: false,
             serialize_image_pulls: true,
+            max_parallel_image_pulls: None,
             runtime_handler: String::new(),
             cgroup_naming: crate::cm::CgroupNaming::default(),
             pods_dir: None,

@@ -141,6 +141,11 @@ pub fn container_from_status(s: &v1::ContainerStatus, sandbox_id: &str) -> Conta
         reason: if exited { s.reason.clone() } else { String::new() },
         message: if exited { s.message.clone() } else { String::new() },
         sandbox_id: sandbox_id.to_string(),
+        resources: s
+            .resources
+            .as_ref()
+            .and_then(|r| r.linux.as_ref())
+            .map(super::pod_status::ActualResources::of),
     }
 }
 
@@ -167,6 +172,7 @@ pub fn container_from_list(c: &v1::Container) -> ContainerStatus {
         reason: String::new(),
         message: String::new(),
         sandbox_id: c.pod_sandbox_id.clone(),
+        resources: None,
     }
 }
 

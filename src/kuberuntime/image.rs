@@ -212,10 +212,10 @@ impl RuntimeManager {
         );
         let started = Instant::now();
         let pull = async {
-            let _serialized = if self.config.serialize_image_pulls {
-                Some(self.pull_lock.lock().await)
-            } else {
-                None
+            // A pull waits for a slot; pods whose images are present never do.
+            let _slot = match &self.pull_slots {
+                Some(slots) => slots.clone().acquire_owned().await.ok(),
+                None => None,
             };
             let auths = crate::volumes::pull_secrets::lookup(credentials, &image);
             let attempts: Vec<Option<v1::AuthConfig>> = if auths.is_empty() {

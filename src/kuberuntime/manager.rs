@@ -39,9 +39,13 @@ pub struct RuntimeManager {
     pub(crate) config: RuntimeManagerConfig,
     pub(crate) backoff: Backoff,
     pub(crate) image_backoff: Backoff,
-    pub(crate) pull_lock: tokio::sync::Mutex<()>,
+    /// Pull slots: 1 when `serializeImagePulls`, `maxParallelImagePulls`
+    /// otherwise (`None`: unbounded).
+    pub(crate) pull_slots: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     pub(crate) events: EventRecorder,
     wall_clock: crate::clock::WallClock,
+    /// What actlet applied to running containers (in-place resize).
+    pub(crate) actuated: super::resize_apply::Actuated,
 }
 
 impl fmt::Debug for RuntimeManager {
@@ -54,17 +58,30 @@ impl fmt::Debug for RuntimeManager {
     }
 }
 
+/// Upstream's image puller choice: serial (one slot), parallel bounded by
+/// `maxParallelImagePulls`, or parallel unbounded.
+fn pull_slots(config: &RuntimeManagerConfig) -> Option<std::sync::Arc<tokio::sync::Semaphore>> {
+    let slots = if config.serialize_image_pulls {
+        Some(1)
+    } else {
+        config.max_parallel_image_pulls.filter(|n| *n > 0)
+    };
+    slots.map(|n| std::sync::Arc::new(tokio::sync::Semaphore::new(n)))
+}
+
 impl RuntimeManager {
     /// A manager for `runtime` with upstream's backoffs (10s doubling to 300s).
     pub fn new(runtime: SharedRuntime, config: RuntimeManagerConfig) -> Self {
+        let slots = pull_slots(&config);
         Self {
             runtime,
             config,
             backoff: Backoff::default(),
             image_backoff: Backoff::default(),
-            pull_lock: tokio::sync::Mutex::new(()),
+            pull_slots: slots,
             events: EventRecorder::disabled(),
             wall_clock: crate::clock::WallClock::system(),
+            actuated: Default::default(),
         }
     }
 

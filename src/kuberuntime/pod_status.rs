@@ -134,4 +134,40 @@ pub struct ContainerStatus {
     pub message: String,
     /// The sandbox the container belongs to.
     pub sandbox_id: String,
+    /// The cgroup resources the runtime reports it runs with (CRI
+    /// `ContainerStatus.resources`; `None` when the runtime does not say).
+    pub resources: Option<ActualResources>,
+}
+
+/// The resources a container runs with, as far as in-place resize compares
+/// them (upstream `ContainerResources` from the runtime's status).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ActualResources {
+    /// `cpu.shares` (v1) or its v2 equivalent.
+    pub cpu_shares: i64,
+    /// CFS quota in µs per period; 0 or less: no limit.
+    pub cpu_quota: i64,
+    /// CFS period in µs.
+    pub cpu_period: i64,
+    /// Memory limit in bytes; 0: no limit.
+    pub memory_limit: i64,
+}
+
+impl ActualResources {
+    /// The comparable part of CRI `LinuxContainerResources`.
+    ///
+    /// ```
+    /// use actlet::cri::v1::LinuxContainerResources;
+    /// use actlet::kuberuntime::pod_status::ActualResources;
+    /// let r = LinuxContainerResources { cpu_shares: 512, cpu_quota: 50_000, cpu_period: 100_000, memory_limit_in_bytes: 1 << 20, ..Default::default() };
+    /// assert_eq!(ActualResources::of(&r).memory_limit, 1 << 20);
+    /// ```
+    pub fn of(r: &crate::cri::v1::LinuxContainerResources) -> Self {
+        Self {
+            cpu_shares: r.cpu_shares,
+            cpu_quota: r.cpu_quota,
+            cpu_period: r.cpu_period,
+            memory_limit: r.memory_limit_in_bytes,
+        }
+    }
 }

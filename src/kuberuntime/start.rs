@@ -274,8 +274,14 @@ impl RuntimeManager {
             mounts,
             volumes,
         };
-        let config = generate_container_config(input, &self.config).map_err(|e| config_error(e.to_string()))?;
+        // An ephemeral container with a target joins its PID namespace.
+        let target = super::ephemeral::target_id(pod, &container.name, status).map_err(config_error)?;
+        let mut config = generate_container_config(input, &self.config).map_err(|e| config_error(e.to_string()))?;
+        if let Some(target) = target {
+            super::ephemeral::apply_pid_target(&mut config, &target);
+        }
         let log_path = config.log_path.clone();
+        let created_with = config.linux.as_ref().and_then(|l| l.resources.clone());
 
         let req = v1::CreateContainerRequest {
             pod_sandbox_id: sandbox_id.to_string(),
@@ -287,6 +293,10 @@ impl RuntimeManager {
             Err(e) => return Err(SyncError::new(SyncErrorReason::CreateContainerError, e.message)),
         };
         tracing::info!(container_id = %id, restart_count, "created container");
+        if let Some(resources) = &created_with {
+            let uid = crate::messages::PodUid::new(pod.metadata.uid.clone().unwrap_or_default());
+            self.actuated.record(&uid, &id, resources);
+        }
         let name = &container.name;
         self.container_event(
             pod,

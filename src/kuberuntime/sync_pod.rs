@@ -72,8 +72,9 @@ impl RuntimeManager {
         options: &SyncPodOptions,
     ) -> PodSyncResult {
         let mut result = PodSyncResult::default();
-        let actions = compute_pod_actions(pod, status, probes);
-        tracing::debug!(?actions, "computed pod actions");
+        let mut actions = compute_pod_actions(pod, status, probes);
+        let resizes = self.plan_resizes(pod, status, &mut actions);
+        tracing::debug!(?actions, ?resizes, "computed pod actions");
         if actions.create_sandbox && !actions.sandbox_id.is_empty() {
             let message = "Pod sandbox changed, it will be killed and re-created.";
             tracing::info!(message);
@@ -108,6 +109,22 @@ impl RuntimeManager {
         }
 
         self.prune_init_containers(pod, status).await;
+
+        // In-place resizes of running containers (upstream `doPodResizeAction`).
+        for name in &resizes.restarts {
+            result.add(SyncResult::ok(SyncAction::ResizePodInPlace, name));
+        }
+        for update in &resizes.updates {
+            match self.update_resources(pod, update).await {
+                Ok(()) => result.add(SyncResult::ok(SyncAction::ResizePodInPlace, &update.name)),
+                Err(message) => {
+                    let message = format!("failed to resize container {}: {message}", update.name);
+                    tracing::warn!(%message);
+                    let error = SyncError::new(SyncErrorReason::ResizeError, message);
+                    result.add(SyncResult::failed(SyncAction::ResizePodInPlace, &update.name, error));
+                }
+            }
+        }
 
         let mut pod_ips = status.ips.clone();
         let mut sandbox_id = actions.sandbox_id.clone();
@@ -148,6 +165,18 @@ impl RuntimeManager {
             cancel: &options.cancel,
             volumes: options.volumes.as_deref(),
         };
+        // Step 5 upstream: ephemeral containers first, so a pod whose
+        // initialization fails can still be debugged.
+        let ephemeral = super::ephemeral::ephemeral_containers(pod);
+        for ec in actions
+            .ephemeral_containers_to_start
+            .iter()
+            .filter_map(|i| ephemeral.get(*i))
+        {
+            let container = super::ephemeral::as_container(ec);
+            self.start_one(ctx, &container, options, &mut result, "ephemeral container")
+                .await;
+        }
         let spec = pod.spec.as_ref();
         let init_containers = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default();
         if let Some(container) = actions

@@ -17,6 +17,8 @@ pub enum SyncAction {
     ConfigPodSandbox,
     /// Stop the sandbox(es).
     KillPodSandbox,
+    /// Resize a running container in place.
+    ResizePodInPlace,
 }
 
 impl SyncAction {
@@ -28,6 +30,7 @@ impl SyncAction {
             SyncAction::CreatePodSandbox => "CreatePodSandbox",
             SyncAction::ConfigPodSandbox => "ConfigPodSandbox",
             SyncAction::KillPodSandbox => "KillPodSandbox",
+            SyncAction::ResizePodInPlace => "ResizePodInPlace",
         }
     }
 }
@@ -64,6 +67,8 @@ pub enum SyncErrorReason {
     ImageInspectError,
     /// The postStart hook failed (the container was killed).
     PostStartHookError,
+    /// An in-place resize (`UpdateContainerResources`) failed.
+    ResizeError,
 }
 
 impl SyncErrorReason {
@@ -84,6 +89,7 @@ impl SyncErrorReason {
             SyncErrorReason::InvalidImageName => "InvalidImageName",
             SyncErrorReason::ImageInspectError => "ImageInspectError",
             SyncErrorReason::PostStartHookError => "PostStartHookError",
+            SyncErrorReason::ResizeError => "ResizeError",
         }
     }
 

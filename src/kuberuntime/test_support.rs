@@ -57,5 +57,6 @@ pub fn container(id: &str, name: &str, state: ContainerState, exit_code: i32, ha
         reason: String::new(),
         message: String::new(),
         sandbox_id: "sb1".into(),
+        resources: None,
     }
 }

@@ -137,6 +137,7 @@ pub fn publish_status(
             reason: k.reason.clone(),
             message: k.message.clone(),
         }),
+        resize_in_progress: deps.runtime.resize_in_progress(pod, runtime),
         ..StatusInput::new(pod, runtime, deps.wall_clock.now())
     };
     let status = generate_api_pod_status(&input);
@@ -248,6 +249,15 @@ pub async fn sync_pod(
         .sync_pod(pod, &status, &deps.probes.probe_view(&pod_uid(pod)), &options)
         .await;
     out.waiting = waiting_from(&result);
+    // Resized containers: the pod cgroup follows (after them, so a smaller
+    // memory limit is never set below what they use).
+    let resized = result
+        .results
+        .iter()
+        .any(|r| r.action == SyncAction::ResizePodInPlace && r.error.is_none());
+    if resized && let Err(e) = deps.cgroups.update_pod(pod).await {
+        tracing::warn!(error = %e, "failed to update the pod cgroup after a resize");
+    }
     let in_backoff = result.results.iter().any(|r| {
         r.error
             .as_ref()

@@ -169,6 +169,12 @@ pub fn ready_to_start_containers(sandbox_ready: bool) -> PodCondition {
     )
 }
 
+/// `PodResizeInProgress`: a running container does not run with its
+/// spec's resources yet (present only while that is so, as upstream).
+pub fn resize_in_progress() -> PodCondition {
+    condition(super::reasons::POD_RESIZE_IN_PROGRESS, TRUE, None, None)
+}
+
 /// `PodScheduled`: always `True` on the node (static pods too).
 pub fn pod_scheduled() -> PodCondition {
     condition(POD_SCHEDULED, TRUE, None, None)

@@ -61,6 +61,8 @@ pub struct StatusInput<'a> {
     pub terminal_override: Option<TerminalOverride>,
     /// The current time (start time and condition transitions).
     pub now: Timestamp,
+    /// A running container does not run with its spec's resources yet.
+    pub resize_in_progress: bool,
 }
 
 impl<'a> StatusInput<'a> {
@@ -79,6 +81,7 @@ impl<'a> StatusInput<'a> {
             pod_is_terminal: false,
             terminal_override: None,
             now,
+            resize_in_progress: false,
         }
     }
 }
@@ -130,6 +133,7 @@ pub fn generate_api_pod_status(input: &StatusInput<'_>) -> PodStatus {
     }
     .apply(pod, &mut s);
     s.conditions = Some(build_conditions(input, old, api, &s, phase));
+    super::resources::apply(pod, input.resize_in_progress, old, &mut s);
     // Upstream `CalculatePodStatusObservedGeneration` (GA 1.35).
     s.observed_generation = pod.metadata.generation;
 
@@ -245,6 +249,9 @@ fn build_conditions(
     conds.push(ready);
     conds.push(conditions::containers_ready(spec, Some(&statuses), phase));
     conds.push(conditions::pod_scheduled());
+    if input.resize_in_progress {
+        conds.push(conditions::resize_in_progress());
+    }
     // Upstream `CalculatePodConditionObservedGeneration` (GA 1.35): the
     // kubelet's own conditions carry the generation of the spec they saw.
     let generation = input.pod.metadata.generation;

@@ -28,6 +28,7 @@ pub mod phase;
 pub mod pod_predicates;
 pub mod probe_results;
 pub mod reasons;
+pub mod resources;
 pub mod store;
 
 pub use cache::{StatusCache, VersionedStatus};

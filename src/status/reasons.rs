@@ -51,11 +51,22 @@ pub const TRUE: &str = "True";
 /// Condition status `False`.
 pub const FALSE: &str = "False";
 
+/// Condition type: an in-place resize is being applied.
+pub const POD_RESIZE_IN_PROGRESS: &str = "PodResizeInProgress";
+/// Condition type: a resize waits (Deferred) or cannot be done (Infeasible).
+pub const POD_RESIZE_PENDING: &str = "PodResizePending";
+
 /// Whether the kubelet owns conditions of this type (upstream `PodConditionByKubelet`).
 pub fn is_kubelet_condition(type_: &str) -> bool {
     matches!(
         type_,
-        POD_SCHEDULED | READY | INITIALIZED | CONTAINERS_READY | POD_READY_TO_START_CONTAINERS
+        POD_SCHEDULED
+            | READY
+            | INITIALIZED
+            | CONTAINERS_READY
+            | POD_READY_TO_START_CONTAINERS
+            | POD_RESIZE_IN_PROGRESS
+            | POD_RESIZE_PENDING
     )
 }
 

@@ -98,6 +98,7 @@ impl SyncLoopHeartbeat {
 /// the book), the worker states (read from [`PodSyncStatuses`]).
 pub struct SyncLoop {
     admission: Option<(NodeAllocatable, StatusCache)>,
+    sysctls: Option<crate::sysctl::Allowlist>,
     state: SyncLoopState,
     usage: Usage,
     statuses: PodSyncStatuses,
@@ -125,6 +126,7 @@ impl SyncLoop {
     ) -> Self {
         Self {
             admission: None,
+            sysctls: None,
             state: SyncLoopState::default(),
             usage: Usage::default(),
             statuses: PodSyncStatuses::default(),
@@ -165,6 +167,12 @@ impl SyncLoop {
         self
     }
 
+    /// Rejects pods setting sysctls outside `allowlist` (`SysctlForbidden`).
+    pub fn with_sysctls(mut self, allowlist: crate::sysctl::Allowlist) -> Self {
+        self.sysctls = Some(allowlist);
+        self
+    }
+
     /// Upstream `canAdmitPod`: `Err` with the rejection for a pod that may
     /// not run here. The fast path checks the running totals of admitted
     /// pods; only when that fails are the totals recomputed without pods
@@ -173,6 +181,14 @@ impl SyncLoop {
         let Some((node, statuses)) = &self.admission else {
             return Ok(());
         };
+        // Upstream's admit handlers run the sysctl allowlist before the
+        // resource predicates.
+        if let Some(sysctls) = &self.sysctls {
+            sysctls.admit(pod).map_err(|(reason, message)| Rejection {
+                reason: reason.to_string(),
+                message: format!("Pod was rejected: {message}"),
+            })?;
+        }
         let uid = pod_uid(pod);
         let mut book = self.state.lock();
         if let Some(old) = book.admitted.remove(&uid) {

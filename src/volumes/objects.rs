@@ -205,15 +205,16 @@ impl ObjectSource for ApiObjects {
     /// upstream's service informer; unusable until it has listed once.
     async fn services(&self) -> Result<Vec<Service>, ObjectError> {
         use futures::StreamExt;
-        use kube::runtime::WatchStreamExt;
         use kube::runtime::{reflector, watcher};
         let store = self
             .services
             .get_or_init(|| async {
                 let (reader, writer) = reflector::store();
                 let api: Api<Service> = Api::all(self.client.clone());
-                let stream =
-                    reflector::reflector(writer, watcher::watcher(api, watcher::Config::default())).default_backoff();
+                let stream = crate::cluster::watch_backoff::backoff_watch(
+                    reflector::reflector(writer, watcher::watcher(api, watcher::Config::default())),
+                    Default::default(),
+                );
                 tokio::spawn(stream.for_each(|_| futures::future::ready(())));
                 reader
             })

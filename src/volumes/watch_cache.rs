@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Api;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -158,7 +157,8 @@ where
         let (kind, name) = (self.kind, name.to_string());
         let ns = namespace.to_string();
         let task = tokio::spawn(async move {
-            let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+            let mut stream =
+                crate::cluster::watch_backoff::backoff_watch(watcher::watcher(api, config), Default::default()).boxed();
             let mut listed: Option<K> = None;
             while let Some(event) = stream.next().await {
                 match event {

@@ -127,6 +127,7 @@ pub fn lease_actor(h: &Harness) -> Addr<LeaseActor> {
         duration_seconds: 40,
         renew_interval: Duration::from_millis(200),
         wall_clock: WallClock::system(),
+        reachability: Default::default(),
     })
     .start()
 }

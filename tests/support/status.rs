@@ -52,6 +52,7 @@ pub fn ctr(id: &str, name: &str, state: ContainerState, created: i64) -> Contain
         reason: String::new(),
         message: String::new(),
         sandbox_id: "sb1".into(),
+        resources: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`LeaseActor`]: keeps `kube-node-lease/<node>` renewed (upstream
 //! `controller.sync`), one sync at a time.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -11,6 +12,7 @@ use kube::api::PostParams;
 use super::LeaseError;
 use super::renew::{Backoff, LEASE_NAMESPACE, MAX_UPDATE_RETRIES, new_lease, node_owner, renewed};
 use crate::cluster::node::NodeHandle;
+use crate::cluster::watch_backoff::ApiReachability;
 use crate::kubelet::WallClock;
 
 /// What the [`LeaseActor`] needs.
@@ -28,6 +30,9 @@ pub struct LeaseDeps {
     pub renew_interval: Duration,
     /// The clock of `renewTime`.
     pub wall_clock: WallClock,
+    /// Raised when a renewal gets through after a failure (or first after
+    /// start): failing watches restart instead of sleeping out their backoff.
+    pub reachability: ApiReachability,
 }
 
 impl LeaseDeps {
@@ -40,6 +45,7 @@ impl LeaseDeps {
             duration_seconds: super::renew::LEASE_DURATION_SECONDS,
             renew_interval: super::renew::RENEW_INTERVAL,
             wall_clock: WallClock::system(),
+            reachability: ApiReachability::default(),
         }
     }
 }
@@ -59,6 +65,8 @@ pub struct LeaseActor {
     deps: LeaseDeps,
     latest: Option<Lease>,
     syncing: bool,
+    /// The last sync failed somewhere (or none has succeeded yet).
+    unreached: bool,
 }
 
 impl LeaseActor {
@@ -68,6 +76,7 @@ impl LeaseActor {
             deps,
             latest: None,
             syncing: false,
+            unreached: true,
         }
     }
 
@@ -79,15 +88,24 @@ impl LeaseActor {
         let renewer = Renewer {
             api: Api::namespaced(self.deps.client.clone(), LEASE_NAMESPACE),
             deps: self.deps.clone(),
+            stumbled: AtomicBool::new(false),
         };
         let latest = self.latest.take();
         ctx.spawn(
-            async move { renewer.sync(latest).await }
-                .into_actor(self)
-                .map(|latest, act, _ctx| {
-                    act.syncing = false;
-                    act.latest = latest;
-                }),
+            async move {
+                let latest = renewer.sync(latest).await;
+                (latest, renewer.stumbled.load(Ordering::Relaxed))
+            }
+            .into_actor(self)
+            .map(|(latest, stumbled), act, _ctx| {
+                act.syncing = false;
+                // Renewed after failing: the API server answers again.
+                if latest.is_some() && (act.unreached || stumbled) {
+                    act.deps.reachability.reached();
+                }
+                act.unreached = latest.is_none();
+                act.latest = latest;
+            }),
         );
     }
 }
@@ -106,6 +124,8 @@ impl Actor for LeaseActor {
 struct Renewer {
     api: Api<Lease>,
     deps: LeaseDeps,
+    /// Some API call of this sync failed.
+    stumbled: AtomicBool,
 }
 
 impl Renewer {
@@ -118,10 +138,13 @@ impl Renewer {
     }
 
     fn err(&self, call: &'static str) -> impl FnOnce(kube::Error) -> LeaseError + '_ {
-        move |source| LeaseError::Api {
-            call,
-            node: self.name().to_string(),
-            source,
+        move |source| {
+            self.stumbled.store(true, Ordering::Relaxed);
+            LeaseError::Api {
+                call,
+                node: self.name().to_string(),
+                source,
+            }
         }
     }
 
@@ -193,6 +216,7 @@ impl Renewer {
             match self.api.replace(self.name(), &PostParams::default(), &lease).await {
                 Ok(l) => return Ok(l),
                 Err(e) => {
+                    self.stumbled.store(true, Ordering::Relaxed);
                     let conflict = matches!(&e, kube::Error::Api(s) if s.is_conflict());
                     tracing::info!(node = %self.name(), error = %e, "failed to update lease");
                     if conflict {

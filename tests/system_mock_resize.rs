@@ -1,0 +1,133 @@
+//! In-place pod resize (KEP-1287, GA 1.35) on the whole kubelet (mock CRI,
+//! paused time): a resize of a running pod's container resources is applied
+//! with `UpdateContainerResources` without a restart, or with a restart when
+//! the container's `resizePolicy` says `RestartContainer` for a changed
+//! resource (whatever the pod's restartPolicy); the status reports the
+//! resources and `PodResizeInProgress` while the runtime refuses.
+
+use std::time::Duration;
+
+use actlet::cri::mock::{Behaviour, MockRuntime};
+use actlet::testing::{PodBuilder, TestNode, run_paused, wait_until};
+use k8s_openapi::api::core::v1::{ContainerResizePolicy, Pod, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use tonic::Code;
+
+const MI: i64 = 1 << 20;
+
+fn resources(cpu: (&str, &str), memory: (&str, &str)) -> ResourceRequirements {
+    let q = |v: &str| Quantity(v.to_string());
+    ResourceRequirements {
+        requests: Some([("cpu".to_string(), q(cpu.0)), ("memory".to_string(), q(memory.0))].into()),
+        limits: Some([("cpu".to_string(), q(cpu.1)), ("memory".to_string(), q(memory.1))].into()),
+        claims: None,
+    }
+}
+
+/// Containers `c` (in place) and `r` (memory restarts), `restartPolicy: Never`.
+fn pod(generation: i64, cpu: (&str, &str), memory: (&str, &str)) -> Pod {
+    PodBuilder::new("web")
+        .uid("u-web")
+        .container("c", "busybox:1.36", ["sleep", "3600"])
+        .container("r", "busybox:1.36", ["sleep", "3600"])
+        .modify(|p| {
+            p.metadata.generation = Some(generation);
+            let spec = p.spec.as_mut().unwrap();
+            spec.restart_policy = Some("Never".into());
+            for c in &mut spec.containers {
+                c.resources = Some(resources(cpu, memory));
+            }
+            spec.containers[1].resize_policy = Some(vec![ContainerResizePolicy {
+                resource_name: "memory".into(),
+                restart_policy: "RestartContainer".into(),
+            }]);
+        })
+        .build()
+}
+
+fn memory_limit(mock: &MockRuntime, name: &str) -> Option<i64> {
+    let c = mock.find_container("web", name)?;
+    Some(c.status.resources?.linux?.memory_limit_in_bytes)
+}
+
+fn status_memory_limit(node: &TestNode, name: &str) -> Option<String> {
+    let s = node.status("default", "web")?.container_statuses?;
+    let c = s.into_iter().find(|c| c.name == name)?;
+    Some(c.resources?.limits?.get("memory")?.0.clone())
+}
+
+fn resize_in_progress(node: &TestNode) -> bool {
+    node.status("default", "web")
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "PodResizeInProgress" && c.status == "True")
+}
+
+#[test]
+fn a_resize_is_applied_in_place_or_by_the_restart_its_policy_asks() {
+    run_paused(async {
+        let mock = MockRuntime::builder().script("*", Behaviour::run_forever()).build();
+        let node = TestNode::builder().mock(mock.clone()).start();
+        node.set_pods(vec![pod(1, ("20m", "30m"), ("35Mi", "45Mi"))]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(memory_limit(&mock, "c"), Some(45 * MI));
+        let r_before = mock.find_container("web", "r").map(|c| c.status.id);
+
+        // The runtime refuses the first updates: the resize is in progress.
+        mock.fail_next("UpdateContainerResources", 1, Code::Internal, "cgroup busy");
+        node.set_pods(vec![pod(2, ("25m", "35m"), ("40Mi", "50Mi"))]);
+        wait_until(|| resize_in_progress(&node), Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|_| panic!("no PodResizeInProgress: {}", node.describe("default", "web")));
+        assert_eq!(
+            status_memory_limit(&node, "c").as_deref(),
+            Some("45Mi"),
+            "old values while resizing"
+        );
+
+        wait_until(
+            || memory_limit(&mock, "c") == Some(50 * MI) && !resize_in_progress(&node),
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("not resized: {}", node.describe("default", "web")));
+        wait_until(
+            || status_memory_limit(&node, "c").as_deref() == Some("50Mi"),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("status not updated: {}", node.describe("default", "web")));
+
+        let created = |name: &str| {
+            mock.calls_to("CreateContainer")
+                .iter()
+                .filter(|c| c.target.ends_with(&format!("/{name}")))
+                .count()
+        };
+        assert_eq!(created("c"), 1, "resized in place, not restarted");
+        assert_eq!(
+            created("r"),
+            2,
+            "memory resize policy RestartContainer: restarted despite restartPolicy Never"
+        );
+        assert_ne!(mock.find_container("web", "r").map(|c| c.status.id), r_before);
+        assert_eq!(memory_limit(&mock, "r"), Some(50 * MI));
+        let statuses = node.status("default", "web").unwrap().container_statuses.unwrap();
+        let restarts = |name: &str| statuses.iter().find(|c| c.name == name).map(|c| c.restart_count);
+        assert_eq!((restarts("c"), restarts("r")), (Some(0), Some(1)));
+        let cpu_quota = mock
+            .find_container("web", "c")
+            .and_then(|c| c.status.resources?.linux)
+            .map(|l| l.cpu_quota);
+        assert_eq!(cpu_quota, Some(3_500), "35m of a 100 ms period");
+
+        // Settled: later syncs change nothing.
+        let updates = mock.calls_to("UpdateContainerResources").len();
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert_eq!(mock.calls_to("UpdateContainerResources").len(), updates);
+        assert!(!resize_in_progress(&node));
+    });
+}
