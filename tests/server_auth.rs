@@ -96,7 +96,7 @@ fn server(anonymous: bool, token_webhook: bool, mode: KubeletAuthorizationMode, 
         node_logs_dir: dir.path().join("log"),
         configz: serde_json::json!({"kubeletconfig": {}}),
         metrics: None,
-        stats: actlet::stats::StatsSource::new("node-a", dir.path()),
+        stats: None,
     };
     let settings = ApiServerSettings {
         tls: Default::default(),

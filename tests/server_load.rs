@@ -1,5 +1,5 @@
 //! Load on the kubelet API must not delay pod starts: 200 concurrent `/pods`
-//! requests in waves and 20 concurrent `/containerLogs?follow` streams
+//! and `/stats/summary` requests (half each) in waves and 20 concurrent `/containerLogs?follow` streams
 //! while 20 pods start, against the same start without load. A bench
 //! figure, not a timed test: run by hand with
 //! `cargo test --release --test server_load -- --ignored --nocapture`.
@@ -87,11 +87,12 @@ fn api_load_does_not_delay_pod_starts() {
                     }));
                 }
                 let client = https(None);
-                for _ in 0..200 {
+                for i in 0..200 {
                     let (stop, requests, client) = (st.clone(), rq.clone(), client.clone());
+                    let path = if i % 2 == 0 { "/pods" } else { "/stats/summary" };
                     tasks.push(tokio::spawn(async move {
                         while !stop.load(Ordering::SeqCst) {
-                            let r = client.get(format!("https://{addr}/pods")).send().await.unwrap();
+                            let r = client.get(format!("https://{addr}{path}")).send().await.unwrap();
                             assert_eq!(r.status().as_u16(), 200);
                             let _ = r.bytes().await.unwrap();
                             requests.fetch_add(1, Ordering::SeqCst);
@@ -119,7 +120,7 @@ fn api_load_does_not_delay_pod_starts() {
         stop.store(true, Ordering::SeqCst);
         load.join().unwrap();
         println!(
-            "20 pods to Running: {quiet:?} quiet, {loaded:?} under load ({during} /pods answered meanwhile, \
+            "20 pods to Running: {quiet:?} quiet, {loaded:?} under load ({during} /pods and /stats/summary answered meanwhile, \
              {:.0}/s; 20 follow streams got {} chunks)",
             during as f64 / loaded.as_secs_f64(),
             lines.load(Ordering::SeqCst)

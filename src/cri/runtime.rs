@@ -33,6 +33,8 @@ macro_rules! cri_calls {
                 (port_forward, "PortForward", PortForwardRequest, PortForwardResponse),
                 (container_stats, "ContainerStats", ContainerStatsRequest, ContainerStatsResponse),
                 (list_container_stats, "ListContainerStats", ListContainerStatsRequest, ListContainerStatsResponse),
+                (pod_sandbox_stats, "PodSandboxStats", PodSandboxStatsRequest, PodSandboxStatsResponse),
+                (list_pod_sandbox_stats, "ListPodSandboxStats", ListPodSandboxStatsRequest, ListPodSandboxStatsResponse),
                 (status, "Status", StatusRequest, StatusResponse),
             }
             image {
@@ -164,6 +166,27 @@ pub trait Runtime: Send + Sync + 'static {
     async fn container_stats(&self, req: ContainerStatsRequest) -> CriResult<ContainerStatsResponse>;
     /// `ListContainerStats`: resource usage of matching containers.
     async fn list_container_stats(&self, req: ListContainerStatsRequest) -> CriResult<ListContainerStatsResponse>;
+    /// `PodSandboxStats`: resource usage of one sandbox and its containers.
+    /// Runtimes without it keep this default (`UNIMPLEMENTED`); the stats
+    /// provider then reads the pod's cgroup.
+    async fn pod_sandbox_stats(&self, req: PodSandboxStatsRequest) -> CriResult<PodSandboxStatsResponse> {
+        let _ = req;
+        Err(super::CriError::new(
+            "PodSandboxStats",
+            tonic::Code::Unimplemented,
+            "not implemented",
+        ))
+    }
+    /// `ListPodSandboxStats`: resource usage of matching sandboxes (default
+    /// `UNIMPLEMENTED`, see [`Runtime::pod_sandbox_stats`]).
+    async fn list_pod_sandbox_stats(&self, req: ListPodSandboxStatsRequest) -> CriResult<ListPodSandboxStatsResponse> {
+        let _ = req;
+        Err(super::CriError::new(
+            "ListPodSandboxStats",
+            tonic::Code::Unimplemented,
+            "not implemented",
+        ))
+    }
     /// `Status`: the RuntimeReady and NetworkReady conditions.
     async fn status(&self, req: StatusRequest) -> CriResult<StatusResponse>;
     /// `ListImages`: images in the store.

@@ -98,16 +98,32 @@ pub(super) fn child(
     config: &KubeletConfig,
     node_ip: Option<String>,
     facts: &NodeFacts,
-    (state, runtime, cache, tree, metrics): (
+    (state, runtime, cache, tree, metrics, cgroups): (
         ServerState,
         SharedRuntime,
         PodCache,
         Arc<OnceLock<SupervisionTree>>,
         Arc<crate::server::metrics::KubeletMetrics>,
+        crate::cm::ContainerManager,
     ),
     client: Option<kube::Client>,
     bound: ServerAddrs,
 ) -> Result<AnyChildSpec, ApiServerError> {
+    // The provider (and its CPU sample cache) outlives restarts of the
+    // server: every instance the factory builds shares it.
+    let stats = crate::stats::StatsProvider::new(
+        crate::stats::StatsSettings {
+            node_name: config.node_name.clone(),
+            root_dir: config.root_dir.clone(),
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            proc_root: "/proc".into(),
+            cgroup_mount: config.cgroups.cgroup_mount.clone(),
+        },
+        runtime.clone(),
+        state.pods.clone(),
+        Some(cgroups),
+        crate::stats::CpuUsageCache::default(),
+    );
     let api = ApiState {
         node_name: config.node_name.clone(),
         runtime,
@@ -118,7 +134,7 @@ pub(super) fn child(
         node_logs_dir: std::path::PathBuf::from("/var/log"),
         configz: configz(config),
         metrics: Some(metrics),
-        stats: crate::stats::StatsSource::new(config.node_name.clone(), config.root_dir.clone()),
+        stats: Some(stats),
     };
     let settings = ApiServerSettings {
         tls: TlsSettings {

@@ -285,6 +285,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let sc = statuses.clone();
     let clock = config.wall_clock.clone();
     let status_observers = ext.status_observers;
+    let pod_start = metrics.pods().status_observer(pods.clone(), config.wall_clock.clone());
     let status_sink = early.status_sink;
     let status_manager = ChildSpec::new("status-manager", move || {
         let clock = clock.clone();
@@ -292,6 +293,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         for o in &status_observers {
             m = m.with_subscriber(o.clone());
         }
+        m = m.with_subscriber(pod_start.clone());
         if let Some(sink) = &status_sink {
             m = m.with_sink(sink.clone());
         }
@@ -328,7 +330,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         wall_clock: config.wall_clock.clone(),
         probes: probe_store.clone(),
         volumes: volumes.handle.clone(),
-        cgroups: cm.handle,
+        cgroups: cm.handle.clone(),
+        metrics: Some(metrics.pods().clone()),
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
@@ -586,6 +589,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
                 cache.clone(),
                 tree_cell.clone(),
                 metrics.clone(),
+                cm.handle.clone(),
             ),
             ext.api_client.clone(),
             api_addrs.clone(),

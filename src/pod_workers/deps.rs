@@ -35,6 +35,8 @@ pub struct WorkerDeps {
     pub volumes: crate::volumes::VolumeHandle,
     /// The container manager (creates a pod's cgroup before its sandbox).
     pub cgroups: crate::cm::ContainerManager,
+    /// `kubelet_pod_worker_duration_seconds` (none: not measured).
+    pub metrics: Option<Arc<crate::server::pod_metrics::PodMetrics>>,
 }
 
 impl std::fmt::Debug for WorkerDeps {

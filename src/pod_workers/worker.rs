@@ -107,11 +107,22 @@ impl PodWorker {
         let pod = update.pod;
         let cancel = tokio_util::sync::CancellationToken::new();
         self.step_cancel = kill.is_none().then(|| cancel.clone());
+        let operation = match &update.work {
+            crate::messages::pod_work::PodWork::Kill(_) => "kill",
+            crate::messages::pod_work::PodWork::Sync(SyncKind::Create) => "create",
+            crate::messages::pod_work::PodWork::Sync(SyncKind::Update) => "update",
+            crate::messages::pod_work::PodWork::Sync(SyncKind::Sync) => "sync",
+        };
         let step = async move {
-            match kill {
+            let began = std::time::Instant::now();
+            let out = match kill {
                 Some(k) => terminate_pod(&deps, &pod, newer_than, &k, &waiting).await,
                 None => sync_pod(&deps, &pod, newer_than, &waiting, cancel).await,
+            };
+            if let Some(m) = &deps.metrics {
+                m.observe_sync(operation, began.elapsed());
             }
+            out
         };
         ctx.spawn(
             step.instrument(span)

@@ -41,8 +41,8 @@ pub struct ApiState {
     pub node_logs_dir: PathBuf,
     /// `/metrics` (none: 404).
     pub metrics: Option<Arc<super::metrics::KubeletMetrics>>,
-    /// `/stats/summary`, `/metrics/resource`.
-    pub stats: crate::stats::StatsSource,
+    /// `/stats/summary`, `/metrics/resource`, `/metrics/cadvisor` (none: 404).
+    pub stats: Option<crate::stats::StatsProvider>,
 }
 
 impl std::fmt::Debug for ApiState {

@@ -6,6 +6,7 @@
 //!   `update_container`, …) from [`InstrumentedRuntime`], which every CRI
 //!   call of the node goes through;
 //! - `kubelet_pleg_relist_duration_seconds`, observed by the PLEG;
+//! - the pod start and pod worker histograms ([`super::pod_metrics`]);
 //! - at scrape time, from the PLEG cache and the supervision tree:
 //!   `kubelet_running_pods`, `kubelet_running_containers{container_state}`,
 //!   `kubelet_node_name{node}`, and actlet's `actlet_actor_restarts_total{actor}`.
@@ -65,6 +66,7 @@ pub struct KubeletMetrics {
     errors: Family<Labels, Counter>,
     durations: Family<Labels, Histogram, fn() -> Histogram>,
     pleg_relist: Histogram,
+    pods: Arc<super::pod_metrics::PodMetrics>,
 }
 
 impl std::fmt::Debug for KubeletMetrics {
@@ -101,13 +103,20 @@ impl KubeletMetrics {
             "Duration in seconds for relisting pods in PLEG.",
             pleg_relist.clone(),
         );
+        let pods = super::pod_metrics::PodMetrics::register(&mut registry);
         Arc::new(Self {
             registry: Mutex::new(registry),
             operations,
             errors,
             durations,
             pleg_relist,
+            pods,
         })
+    }
+
+    /// The pod start and pod worker histograms.
+    pub fn pods(&self) -> &Arc<super::pod_metrics::PodMetrics> {
+        &self.pods
     }
 
     /// The PLEG's relist histogram (give it to the PLEG's health handle).

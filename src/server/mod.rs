@@ -13,8 +13,10 @@ pub mod auth;
 pub mod logs;
 pub mod metrics;
 pub mod node_logs;
+pub mod pod_metrics;
 pub mod routes;
 pub mod secure;
+pub mod stats;
 pub mod streaming;
 pub mod tls;
 

@@ -140,22 +140,6 @@ impl SecureServer {
                 let rest = path.trim_start_matches("/logs");
                 super::node_logs::serve(&self.api.node_logs_dir, rest).await
             }
-            (["stats", "summary"] | ["stats", "summary", ""], _) if get => {
-                let (summary, error) = self.api.stats.collect(&self.api.runtime).await;
-                if let Some(e) = error {
-                    tracing::warn!(error = %e, "stats summary: container stats unavailable");
-                }
-                json_response(&serde_json::to_value(&summary).unwrap_or_default())
-            }
-            (["metrics", "resource"], _) if get => {
-                let (summary, error) = self.api.stats.collect(&self.api.runtime).await;
-                let text = crate::stats::resource_metrics::render(&summary, error.is_some());
-                bytes_response(
-                    StatusCode::OK,
-                    "text/plain; version=0.0.4; charset=utf-8",
-                    text.into_bytes(),
-                )
-            }
             (["metrics"], _) if get => match &self.api.metrics {
                 Some(m) => bytes_response(
                     StatusCode::OK,
@@ -164,6 +148,11 @@ impl SecureServer {
                 ),
                 None => text(StatusCode::NOT_FOUND, "404 page not found"),
             },
+            (["stats", "summary"] | ["stats", "summary", ""], _) if get => {
+                super::stats::summary(&self.api, &query_map(query.as_deref())).await
+            }
+            (["metrics", "resource"], _) if get => super::stats::resource(&self.api).await,
+            (["metrics", "cadvisor"], _) if get => super::stats::cadvisor(&self.api).await,
             (["containerLogs", ns, pod, container], _) if get => {
                 api::container_logs(
                     (ns, pod, container),

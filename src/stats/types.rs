@@ -1,87 +1,133 @@
-//! The kubelet's `stats/v1alpha1` Summary API types (upstream
-//! `k8s.io/kubelet/pkg/apis/stats/v1alpha1`), with upstream's JSON names,
-//! as `kubectl top` (through metrics-server) and eviction read them.
+//! The Summary API (`/stats/summary`) types, field for field upstream's
+//! `k8s.io/kubelet/pkg/apis/stats/v1alpha1` (JSON names, optional fields
+//! omitted when unset). Times are `metav1.Time` (RFC 3339, seconds).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 
-/// `/stats/summary`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `Summary`: node and pod stats.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// The node.
+    /// Overall node stats.
     pub node: NodeStats,
-    /// Every pod with stats.
+    /// Per-pod stats.
     pub pods: Vec<PodStats>,
 }
 
-/// Node-level stats.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `NodeStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeStats {
     /// The node's name.
     pub node_name: String,
-    /// When actlet started (RFC 3339).
-    pub start_time: String,
-    /// Node CPU.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// System daemons tracked as raw containers (`kubelet`, `runtime`, `pods`, `misc`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub system_containers: Vec<ContainerStats>,
+    /// When node-level collection started (the boot time).
+    pub start_time: Time,
+    /// CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuStats>,
-    /// Node memory.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryStats>,
-    /// The root dir's filesystem (nodefs).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkStats>,
+    /// The filesystem of the kubelet's root directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs: Option<FsStats>,
     /// The runtime's image filesystem.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeStats>,
-    /// Process limits.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// PID limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rlimit: Option<RlimitStats>,
 }
 
-/// The runtime's filesystems.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeStats {
-    /// Where images live.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub image_fs: Option<FsStats>,
-}
-
-/// Process ids on the node.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `RlimitStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RlimitStats {
-    /// When read.
-    pub time: String,
-    /// `kernel.pid_max`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// When sampled.
+    pub time: Time,
+    /// min(`kernel.pid_max`, `kernel.threads-max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maxpid: Option<i64>,
-    /// Processes now.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Tasks on the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curproc: Option<i64>,
 }
 
-/// A pod.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `RuntimeStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PodStats {
-    /// Which pod.
-    pub pod_ref: PodReference,
-    /// When its first container started.
-    pub start_time: String,
-    /// Its containers.
-    pub containers: Vec<ContainerStats>,
-    /// Sum of its containers' CPU.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<CpuStats>,
-    /// Sum of its containers' memory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory: Option<MemoryStats>,
-    /// Writable layers and logs of its containers.
-    #[serde(rename = "ephemeral-storage", skip_serializing_if = "Option::is_none")]
-    pub ephemeral_storage: Option<FsStats>,
+pub struct RuntimeStats {
+    /// The filesystem holding images (bytes used by images).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_fs: Option<FsStats>,
 }
 
-/// `podRef`.
+/// `ProcessStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessStats {
+    /// Processes in the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_count: Option<u64>,
+}
+
+/// `PodStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStats {
+    /// The pod.
+    pub pod_ref: PodReference,
+    /// When pod-level collection started (the sandbox's creation).
+    pub start_time: Time,
+    /// Its containers.
+    pub containers: Vec<ContainerStats>,
+    /// The pod cgroup's CPU (containers and overhead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuStats>,
+    /// The pod cgroup's memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryStats>,
+    /// The pod's network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkStats>,
+    /// Volume usage.
+    #[serde(rename = "volume", default, skip_serializing_if = "Vec::is_empty")]
+    pub volume_stats: Vec<VolumeStats>,
+    /// Containers' rootfs and logs plus emptyDir volumes.
+    #[serde(rename = "ephemeral-storage", default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral_storage: Option<FsStats>,
+    /// Processes.
+    #[serde(rename = "process_stats", default, skip_serializing_if = "Option::is_none")]
+    pub process_stats: Option<ProcessStats>,
+}
+
+/// `ContainerStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerStats {
+    /// The container's name.
+    pub name: String,
+    /// When collection for it started (its creation).
+    pub start_time: Time,
+    /// CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuStats>,
+    /// Memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryStats>,
+    /// The writable layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rootfs: Option<FsStats>,
+    /// The container's log files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<FsStats>,
+}
+
+/// `PodReference`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PodReference {
     /// Name.
@@ -92,87 +138,140 @@ pub struct PodReference {
     pub uid: String,
 }
 
-/// A container.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContainerStats {
-    /// The container's name in the pod spec.
+/// `PVCReference`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PvcReference {
+    /// Name.
     pub name: String,
-    /// When it was created.
-    pub start_time: String,
-    /// CPU.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<CpuStats>,
-    /// Memory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory: Option<MemoryStats>,
-    /// Its writable layer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rootfs: Option<FsStats>,
+    /// Namespace.
+    pub namespace: String,
 }
 
-/// CPU usage.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `InterfaceStats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterfaceStats {
+    /// Interface name.
+    pub name: String,
+    /// Bytes received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_bytes: Option<u64>,
+    /// Receive errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_errors: Option<u64>,
+    /// Bytes sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_bytes: Option<u64>,
+    /// Transmit errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_errors: Option<u64>,
+}
+
+/// `NetworkStats`: the default interface (`eth0`) inline, and all of them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetworkStats {
+    /// When sampled.
+    pub time: Time,
+    /// The default interface.
+    #[serde(flatten)]
+    pub default: InterfaceStats,
+    /// Every interface.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<InterfaceStats>,
+}
+
+/// `CPUStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuStats {
     /// When sampled.
-    pub time: String,
-    /// Average usage over the last sampling interval, in nanocores.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Time,
+    /// Average over the sample window, in core-nanoseconds per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_nano_cores: Option<u64>,
-    /// Cumulative usage, in core-nanoseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Cumulative, in core-nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_core_nano_seconds: Option<u64>,
 }
 
-/// Memory usage.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `MemoryStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryStats {
     /// When sampled.
-    pub time: String,
-    /// Limit (or capacity) minus working set.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Time,
+    /// limit − working set (omitted without a limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_bytes: Option<u64>,
-    /// Total usage.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// All memory in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_bytes: Option<u64>,
-    /// Usage minus inactive file cache: what eviction and `kubectl top` use.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The working set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_set_bytes: Option<u64>,
     /// Anonymous and swap cache memory.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
-    /// Page faults.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Minor page faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_faults: Option<u64>,
     /// Major page faults.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub major_page_faults: Option<u64>,
 }
 
-/// A filesystem.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `VolumeStats`: usage inline, the volume's name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeStats {
+    /// Usage.
+    #[serde(flatten)]
+    pub fs: FsStats,
+    /// The pod's name for the volume.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The claim, for PVC volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pvc_ref: Option<PvcReference>,
+}
+
+/// `FsStats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FsStats {
     /// When sampled.
-    pub time: String,
-    /// Free bytes for unprivileged users.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Time,
+    /// Free space for unprivileged users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_bytes: Option<u64>,
-    /// Size.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Size of the filesystem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_bytes: Option<u64>,
-    /// Used (by the object measured).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Bytes used by what is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_bytes: Option<u64>,
     /// Free inodes.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inodes_free: Option<u64>,
-    /// Total inodes.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// All inodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inodes: Option<u64>,
-    /// Inodes used (by the object measured).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Inodes used by what is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inodes_used: Option<u64>,
+}
+
+impl FsStats {
+    /// Nothing known yet but the time.
+    pub fn at(time: Time) -> Self {
+        Self {
+            time,
+            available_bytes: None,
+            capacity_bytes: None,
+            used_bytes: None,
+            inodes_free: None,
+            inodes: None,
+            inodes_used: None,
+        }
+    }
 }

@@ -433,39 +433,4 @@ impl MockRuntime {
             stats: items.into_iter().map(|c| self.stats_of(c)).collect(),
         }
     }
-
-    /// Plausible usage: 1% of a core while running, 4 MiB working set.
-    fn stats_of(&self, c: &ContainerRecord) -> v1::ContainerStats {
-        let now = self.shared.clock.now_nanos();
-        let running = c.state == ContainerState::ContainerRunning;
-        let u = |value: u64| Some(v1::UInt64Value { value });
-        let cpu_ns = u64::try_from((now - c.started_at) / 100).unwrap_or(0);
-        let limit = u64::try_from(c.resources.memory_limit_in_bytes).unwrap_or(0);
-        let ws = 4 << 20;
-        v1::ContainerStats {
-            attributes: Some(c.attributes()),
-            cpu: running.then(|| v1::CpuUsage {
-                timestamp: now,
-                usage_core_nano_seconds: u(cpu_ns),
-                usage_nano_cores: u(10_000_000),
-            }),
-            memory: running.then(|| v1::MemoryUsage {
-                timestamp: now,
-                working_set_bytes: u(ws),
-                available_bytes: u(limit.saturating_sub(ws)),
-                usage_bytes: u(ws),
-                rss_bytes: u(2 << 20),
-                page_faults: u(0),
-                major_page_faults: u(0),
-            }),
-            writable_layer: Some(v1::FilesystemUsage {
-                timestamp: now,
-                fs_id: Some(v1::FilesystemIdentifier {
-                    mountpoint: super::SNAPSHOTTER_MOUNTPOINT.to_string(),
-                }),
-                used_bytes: u(4096),
-                inodes_used: u(2),
-            }),
-        }
-    }
 }

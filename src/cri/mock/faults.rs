@@ -24,7 +24,7 @@ macro_rules! method_names {
         /// for method in CRI_METHODS {
         ///     mock.inject(method, Fault::error(tonic::Code::Unavailable, "maintenance")); // every call fails
         /// }
-        /// assert!(CRI_METHODS.contains(&"ExecSync") && CRI_METHODS.len() == 26);
+        /// assert!(CRI_METHODS.contains(&"ExecSync") && CRI_METHODS.len() == 28);
         /// ```
         pub const CRI_METHODS: &[&str] = &[$($grpc,)* $($igrpc,)*];
     };

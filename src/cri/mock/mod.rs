@@ -138,6 +138,7 @@ mod runtime_impl;
 mod sandbox_ops;
 mod script;
 mod state;
+mod stats;
 mod streaming;
 #[cfg(test)]
 mod tests;
@@ -152,6 +153,7 @@ pub use images::{MockImage, normalize_image_name};
 pub use logs::{CriLogLine, LogStream, parse_cri_log_line, rfc3339_nano};
 pub use observe::{CallOutcome, CallRecord, ContainerSnapshot, MockEvent, MockSnapshot};
 pub use script::{Behaviour, ContainerInfo, Match, OnTerm, Script, Step};
+pub use stats::{MockNetwork, MockUsage};
 
 use self::faults::cri_method;
 use self::state::{Shared, State};

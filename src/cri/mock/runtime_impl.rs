@@ -332,6 +332,20 @@ impl Runtime for MockRuntime {
         .await
     }
 
+    async fn pod_sandbox_stats(&self, req: PodSandboxStatsRequest) -> CriResult<PodSandboxStatsResponse> {
+        self.call("PodSandboxStats", &req.pod_sandbox_id, async {
+            self.do_pod_sandbox_stats(&req)
+        })
+        .await
+    }
+
+    async fn list_pod_sandbox_stats(&self, req: ListPodSandboxStatsRequest) -> CriResult<ListPodSandboxStatsResponse> {
+        self.call("ListPodSandboxStats", "", async {
+            Ok(self.do_list_pod_sandbox_stats(&req))
+        })
+        .await
+    }
+
     async fn status(&self, req: StatusRequest) -> CriResult<StatusResponse> {
         self.call("Status", "", async { Ok(self.do_status(req.verbose)) }).await
     }

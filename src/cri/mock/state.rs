@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) runtime_handlers: Vec<String>,
     /// The streaming server Exec/Attach URLs point to (started on first use).
     pub(crate) streaming: tokio::sync::OnceCell<std::sync::Arc<super::streaming::StreamServer>>,
+    /// Usage tests set for stats (`stats.rs`).
+    pub(crate) usage: Mutex<super::stats::UsageTable>,
 }
 
 impl Shared {
@@ -47,6 +49,7 @@ impl Shared {
             sandbox_image,
             runtime_handlers: vec!["runc".to_string()],
             streaming: tokio::sync::OnceCell::new(),
+            usage: Mutex::default(),
         }
     }
 
