@@ -240,6 +240,9 @@ fn run_spec_runningpods_and_actors() {
             (api["kind"].as_str(), api["state"].as_str()),
             (Some("ApiServer"), Some("Running"))
         );
+        assert!(api["mailboxCapacity"].as_u64().is_some_and(|c| c >= 1), "{api}");
+        assert!(api["mailboxDepth"].as_u64().is_some(), "{api}");
+        assert_eq!(api["critical"], false, "the API server is a non-critical child");
         assert_eq!(get(addr, "/healthz/ping").await, (200, "ok".into()));
         let (code, configz) = get(addr, "/configz").await;
         let configz: serde_json::Value = serde_json::from_str(&configz).unwrap();
@@ -357,6 +360,12 @@ fn metrics_parse_and_carry_upstream_names() {
             ) >= 1.0
         );
         assert_eq!(value("actlet_actor_restarts_total", Some(("actor", "root/pleg"))), 0.0);
+        let capacity = value("actlet_actor_mailbox_capacity", Some(("actor", "root/sync-loop")));
+        let depth = value("actlet_actor_mailbox_depth", Some(("actor", "root/sync-loop")));
+        assert!(
+            capacity >= 1.0 && (0.0..=capacity).contains(&depth),
+            "{depth}/{capacity}"
+        );
         let relists = scrape
             .samples
             .iter()

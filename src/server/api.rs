@@ -160,6 +160,10 @@ pub fn debug_actors(api: &ApiState) -> Resp {
                 "state": format!("{:?}", c.state),
                 "generation": c.generation,
                 "restarts": c.restarts,
+                "critical": c.critical,
+                "exhausted": c.exhausted,
+                "mailboxDepth": c.mailbox.map(|m| m.queued),
+                "mailboxCapacity": c.mailbox.map(|m| m.capacity),
                 "startedAt": c.started_at.map(rfc3339),
                 "lastFailure": c.last_failure.as_ref().map(|f| json!({"reason": format!("{:?}", f.reason), "at": rfc3339(f.at)})),
             })

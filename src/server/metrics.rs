@@ -9,7 +9,8 @@
 //! - the pod start and pod worker histograms ([`super::pod_metrics`]);
 //! - at scrape time, from the PLEG cache and the supervision tree:
 //!   `kubelet_running_pods`, `kubelet_running_containers{container_state}`,
-//!   `kubelet_node_name{node}`, and actlet's `actlet_actor_restarts_total{actor}`.
+//!   `kubelet_node_name{node}`, and actlet's `actlet_actor_restarts_total{actor}`,
+//!   `actlet_actor_mailbox_depth{actor}` and `actlet_actor_mailbox_capacity{actor}`.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -255,9 +256,33 @@ impl Collector for ScrapeTime {
                 None,
                 prometheus_client::metrics::MetricType::Counter,
             )?;
-            for c in children {
+            for c in &children {
                 let labels = [("actor", c.path.as_str())];
                 ConstCounter::new(c.restarts).encode(family.encode_family(&labels)?)?;
+            }
+            let mut family = encoder.encode_descriptor(
+                "actlet_actor_mailbox_depth",
+                "Messages waiting in each supervised actor's mailbox.",
+                None,
+                prometheus_client::metrics::MetricType::Gauge,
+            )?;
+            for c in &children {
+                if let Some(m) = c.mailbox {
+                    let labels = [("actor", c.path.as_str())];
+                    ConstGauge::new(m.queued as i64).encode(family.encode_family(&labels)?)?;
+                }
+            }
+            let mut family = encoder.encode_descriptor(
+                "actlet_actor_mailbox_capacity",
+                "Capacity of each supervised actor's mailbox.",
+                None,
+                prometheus_client::metrics::MetricType::Gauge,
+            )?;
+            for c in &children {
+                if let Some(m) = c.mailbox {
+                    let labels = [("actor", c.path.as_str())];
+                    ConstGauge::new(m.capacity as i64).encode(family.encode_family(&labels)?)?;
+                }
             }
         }
         Ok(())

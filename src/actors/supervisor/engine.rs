@@ -182,6 +182,7 @@ impl Engine {
             spec.kind(),
             spec.policy(),
         ));
+        self.tree.watch_mailbox(&path, spec.mailbox_gauge());
         let critical = spec.criticality() == Criticality::Critical;
         self.tree.update(&path, |info| info.critical = critical);
         self.children.push(Child {

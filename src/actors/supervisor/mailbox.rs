@@ -96,6 +96,26 @@ impl<A: Actor> Mailbox<A> {
     }
 }
 
+/// The live depth of a mailbox, readable without knowing its actor type
+/// (the supervision tree keeps one per child for `/metrics` and
+/// `/debug/actors`).
+pub(crate) trait MailboxGauge: Send + Sync {
+    /// Messages waiting to be handled.
+    fn queued(&self) -> usize;
+    /// The mailbox's capacity.
+    fn capacity(&self) -> usize;
+}
+
+impl<A: Actor> MailboxGauge for Mailbox<A> {
+    fn queued(&self) -> usize {
+        Mailbox::queued(self)
+    }
+
+    fn capacity(&self) -> usize {
+        Mailbox::capacity(self)
+    }
+}
+
 /// Actor future, spawned into every instance's context, that feeds it the
 /// mailbox's envelopes. It first waits for the receiver (a dying previous
 /// instance may still hold it), then handles envelopes like actix's own

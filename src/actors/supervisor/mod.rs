@@ -207,4 +207,4 @@ pub use shutdown::shutdown_on_signals;
 pub use shutdown::shutdown_when;
 pub use spec::{AnyChildSpec, ChildContext, ChildSpec, DEFAULT_MAILBOX_CAPACITY, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use strategy::{Intensity, RestartPolicy, Strategy};
-pub use tree::{ChildInfo, ChildState, Failure, SupervisionTree};
+pub use tree::{ChildInfo, ChildState, Failure, MailboxDepth, SupervisionTree};

@@ -134,6 +134,7 @@ impl RootSupervisor {
         let addr = spec.child_ref();
         let spec: Arc<dyn ErasedSpec> = Arc::new(spec);
         tree.insert(ChildInfo::new(path.clone(), path.clone(), spec.kind(), spec.policy()));
+        tree.watch_mailbox(&path, spec.mailbox_gauge());
         let (exit_tx, exit) = watch::channel(None);
         // The root's control lives until it exits: dropping handles never kills it.
         let control: Rc<RefCell<Option<InstanceControl>>> = Rc::default();

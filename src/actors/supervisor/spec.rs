@@ -14,7 +14,7 @@ use super::backoff::{Criticality, RestartBackoff};
 use super::child_ref::ChildRef;
 use super::exit::{ExitReason, panic_message};
 use super::instance::{ExitNotifier, InstanceControl, spawn_contained};
-use super::mailbox::{Mailbox, MailboxDrain};
+use super::mailbox::{Mailbox, MailboxDrain, MailboxGauge};
 use super::strategy::RestartPolicy;
 use super::tree::SupervisionTree;
 
@@ -571,6 +571,8 @@ pub(crate) trait ErasedSpec: Send + Sync {
     fn start(&self, cx: ChildContext, notify: ExitNotifier) -> Result<InstanceControl, ExitReason>;
     /// Retires the mailbox (and those of `closes_with`, recursively).
     fn close(&self);
+    /// The mailbox's live depth.
+    fn mailbox_gauge(&self) -> Arc<dyn MailboxGauge>;
 }
 
 impl<A: Actor<Context = Context<A>>> ErasedSpec for ChildSpec<A> {
@@ -622,6 +624,10 @@ impl<A: Actor<Context = Context<A>>> ErasedSpec for ChildSpec<A> {
         for spec in &self.closes_with {
             spec.close();
         }
+    }
+
+    fn mailbox_gauge(&self) -> Arc<dyn MailboxGauge> {
+        self.mailbox.clone()
     }
 }
 

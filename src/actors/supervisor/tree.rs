@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use dashmap::DashMap;
 
 use super::exit::ExitReason;
+use super::mailbox::MailboxGauge;
 use super::strategy::RestartPolicy;
 
 /// Lifecycle state of a child, as last seen by its supervisor.
@@ -117,6 +118,37 @@ pub struct ChildInfo {
     pub exhausted: bool,
     /// When the current (or last) instance was started.
     pub started_at: Option<SystemTime>,
+    /// The child's mailbox as of this read (`None` in change notifications
+    /// and for entries without a mailbox).
+    pub mailbox: Option<MailboxDepth>,
+}
+
+/// How full a child's mailbox is.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use actix::{Actor, ActorContext, Context, Handler, Message};
+/// # use actlet::actors::supervisor::*;
+/// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
+/// # actlet::testing::run_paused(async {
+/// let counter = ChildSpec::new("counter", || Counter(0)).mailbox_capacity(8);
+/// let counter_ref = counter.child_ref();
+/// let root = SupervisorSpec::new("root").child(counter).start_root();
+/// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+/// counter_ref.do_send(Add(1)).unwrap();
+/// counter_ref.do_send(Add(2)).unwrap(); // not handled before this task yields
+/// let depth = root.tree().get("root/counter").unwrap().mailbox;
+/// assert_eq!(depth, Some(MailboxDepth { queued: 2, capacity: 8 }));
+/// assert_eq!(counter_ref.send(Add(0)).await, Ok(3));
+/// assert_eq!(root.tree().get("root/counter").unwrap().mailbox.unwrap().queued, 0);
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MailboxDepth {
+    /// Messages waiting to be handled.
+    pub queued: usize,
+    /// The mailbox's capacity.
+    pub capacity: usize,
 }
 
 impl ChildInfo {
@@ -134,6 +166,7 @@ impl ChildInfo {
             critical: true,
             exhausted: false,
             started_at: None,
+            mailbox: None,
         }
     }
 }
@@ -161,6 +194,7 @@ impl ChildInfo {
 #[derive(Clone)]
 pub struct SupervisionTree {
     entries: Arc<DashMap<String, ChildInfo>>,
+    mailboxes: Arc<DashMap<String, Arc<dyn MailboxGauge>>>,
     changes: Arc<tokio::sync::broadcast::Sender<ChildInfo>>,
 }
 
@@ -168,6 +202,7 @@ impl Default for SupervisionTree {
     fn default() -> Self {
         Self {
             entries: Arc::default(),
+            mailboxes: Arc::default(),
             changes: Arc::new(tokio::sync::broadcast::channel(256).0),
         }
     }
@@ -212,7 +247,7 @@ impl SupervisionTree {
     /// # });
     /// ```
     pub fn snapshot(&self) -> Vec<ChildInfo> {
-        let mut all: Vec<ChildInfo> = self.entries.iter().map(|e| e.value().clone()).collect();
+        let mut all: Vec<ChildInfo> = self.entries.iter().map(|e| self.read(e.value())).collect();
         all.sort_by(|a, b| a.path.cmp(&b.path));
         all
     }
@@ -239,7 +274,7 @@ impl SupervisionTree {
             .entries
             .iter()
             .filter(|e| within(e.key(), path))
-            .map(|e| e.value().clone())
+            .map(|e| self.read(e.value()))
             .collect();
         all.sort_by(|a, b| a.path.cmp(&b.path));
         all
@@ -260,7 +295,17 @@ impl SupervisionTree {
     /// # });
     /// ```
     pub fn get(&self, path: &str) -> Option<ChildInfo> {
-        self.entries.get(path).map(|e| e.value().clone())
+        self.entries.get(path).map(|e| self.read(e.value()))
+    }
+
+    /// A copy of `info` with its mailbox's live depth.
+    fn read(&self, info: &ChildInfo) -> ChildInfo {
+        let mut info = info.clone();
+        info.mailbox = self.mailboxes.get(&info.path).map(|m| MailboxDepth {
+            queued: m.queued(),
+            capacity: m.capacity(),
+        });
+        info
     }
 
     /// Number of entries.
@@ -331,6 +376,11 @@ impl SupervisionTree {
         self.entries.insert(info.path.clone(), info);
     }
 
+    /// Reads `path`'s mailbox depth from `gauge` from now on.
+    pub(crate) fn watch_mailbox(&self, path: &str, gauge: Arc<dyn MailboxGauge>) {
+        self.mailboxes.insert(path.to_owned(), gauge);
+    }
+
     pub(crate) fn update(&self, path: &str, f: impl FnOnce(&mut ChildInfo)) {
         if let Some(mut entry) = self.entries.get_mut(path) {
             f(entry.value_mut());
@@ -341,11 +391,13 @@ impl SupervisionTree {
     /// Removes `path` and everything below it.
     pub(crate) fn remove_subtree(&self, path: &str) {
         self.entries.retain(|key, _| !within(key, path));
+        self.mailboxes.retain(|key, _| !within(key, path));
     }
 
     /// Removes everything strictly below `path`.
     pub(crate) fn remove_descendants(&self, path: &str) {
         self.entries.retain(|key, _| key == path || !within(key, path));
+        self.mailboxes.retain(|key, _| key == path || !within(key, path));
     }
 
     /// Marks everything strictly below `path` that still looks alive as stopped.
