@@ -181,6 +181,45 @@ async fn kubectl_logs_through_the_api_server_and_tokens_via_token_review() {
     assert_eq!(resp.status().as_u16(), 401);
     let resp = client.get(&url).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 401, "anonymous access is off");
+
+    // Prometheus with a cluster-admin certificate (the API server's node proxy refuses
+    // loopback node addresses): the node's API traffic is counted as client-go counts it
+    let admin_cert = env.pki().client_cert("metrics-scraper", &["system:masters"]);
+    let scraper = kubelet_api::https(Some(&kubelet_api::ClientCert {
+        cert: admin_cert.cert_pem,
+        key: admin_cert.key_pem,
+    }));
+    let resp = scraper
+        .get(format!("https://127.0.0.1:{port}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200, "the SAR allows system:masters");
+    let text = resp.text().await.unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let requests = |method: &str| -> f64 {
+        scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == "rest_client_requests_total")
+            .filter(|s| {
+                s.labels.get("method") == Some(method) && s.labels.get("code").is_some_and(|c| c.starts_with('2'))
+            })
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    let writes = requests("POST") + requests("PUT") + requests("PATCH");
+    assert!(
+        requests("GET") >= 1.0 && writes >= 2.0,
+        "node traffic uncounted:\n{text}"
+    );
+    assert!(
+        text.contains(&format!("kubelet_node_name{{node=\"{node}\"}} 1")),
+        "{text}"
+    );
 }
 
 /// Stops and removes (through the CRI) the sandboxes of `pod`, also when the test failed.

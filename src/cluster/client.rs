@@ -17,6 +17,7 @@ use kube::Client;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use super::client_metrics::RequestMetricsLayer;
 use super::rate_limit::{Qps, RateLimitLayer};
 
 /// The API client could not be built.
@@ -126,7 +127,8 @@ pub fn heartbeat_client_from_config(mut config: kube::Config, timeout: Duration)
     // connection went idle.
     config.reset_reader_on_write = true;
     with_user_agent(&mut config);
-    Ok(ClientBuilder::try_from(config)?.build())
+    let metrics = RequestMetricsLayer::new(&config.cluster_url);
+    Ok(ClientBuilder::try_from(config)?.with_layer(&metrics).build())
 }
 
 /// Upper bound for one read of the bulk client: above the 290 s a watch is
@@ -182,7 +184,9 @@ pub fn client_from_config(mut config: kube::Config, qps: Qps) -> Result<Client, 
         config.read_timeout = Some(BULK_READ_TIMEOUT);
         config.reset_reader_on_write = true;
     }
+    let metrics = RequestMetricsLayer::new(&config.cluster_url);
     Ok(ClientBuilder::try_from(config)?
+        .with_layer(&metrics)
         .with_layer(&RateLimitLayer::new(qps))
         .build())
 }

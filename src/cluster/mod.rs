@@ -15,6 +15,7 @@
 
 pub mod api_source;
 pub mod client;
+pub mod client_metrics;
 pub mod mirror_index;
 pub mod rate_limit;
 pub mod watch_backoff;
@@ -39,6 +40,7 @@ pub use client::{
     BULK_READ_TIMEOUT, ClientError, client_from_config, client_from_kubeconfig, heartbeat_client_from_config,
     heartbeat_client_from_kubeconfig,
 };
+pub use client_metrics::{RequestMetricsLayer, RestClientMetrics, rest_client_metrics};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
 pub use node::{NodeHandle, NodeView};
 pub use rate_limit::Qps;

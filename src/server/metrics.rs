@@ -7,6 +7,9 @@
 //!   call of the node goes through;
 //! - `kubelet_pleg_relist_duration_seconds`, observed by the PLEG;
 //! - the pod start and pod worker histograms ([`super::pod_metrics`]);
+//! - client-go's `rest_client_requests_total` and
+//!   `rest_client_request_duration_seconds` of the API clients
+//!   ([`crate::cluster::client_metrics`]);
 //! - at scrape time, from the PLEG cache and the supervision tree:
 //!   `kubelet_running_pods`, `kubelet_running_containers{container_state}`,
 //!   `kubelet_node_name{node}`, and actlet's `actlet_actor_restarts_total{actor}`,
@@ -105,6 +108,17 @@ impl KubeletMetrics {
             pleg_relist.clone(),
         );
         let pods = super::pod_metrics::PodMetrics::register(&mut registry);
+        let rest = crate::cluster::rest_client_metrics();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            rest.requests.clone(),
+        );
+        registry.register(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            rest.durations.clone(),
+        );
         Arc::new(Self {
             registry: Mutex::new(registry),
             operations,
