@@ -44,6 +44,43 @@ fn reject(reason: &str, message: String) -> Result<(), Rejection> {
     })
 }
 
+/// Upstream `rejectPodAdmissionBasedOnSupplementalGroupsPolicy`: a pod asking
+/// for `supplementalGroupsPolicy: Strict` is refused on a node whose runtime
+/// does not implement it (or has not said yet), instead of silently running
+/// it with `Merge`.
+///
+/// ```
+/// use actlet::admission::admit_supplemental_groups_policy;
+/// use actlet::messages::runtime_health::RuntimeFeatureSet;
+/// let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+///     "metadata": {"name": "p"},
+///     "spec": {"securityContext": {"supplementalGroupsPolicy": "Strict"}, "containers": []}
+/// })).unwrap();
+/// let r = admit_supplemental_groups_policy(&pod, Some(RuntimeFeatureSet::default())).unwrap_err();
+/// assert_eq!(r.reason, "SupplementalGroupsPolicyNotSupported");
+/// assert_eq!(r.message, "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node");
+/// let supported = RuntimeFeatureSet { supplemental_groups_policy: true };
+/// assert!(admit_supplemental_groups_policy(&pod, Some(supported)).is_ok());
+/// ```
+pub fn admit_supplemental_groups_policy(
+    pod: &Pod,
+    features: Option<crate::messages::runtime_health::RuntimeFeatureSet>,
+) -> Result<(), Rejection> {
+    let strict = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.as_ref())
+        .and_then(|s| s.supplemental_groups_policy.as_deref())
+        == Some("Strict");
+    if strict && !features.is_some_and(|f| f.supplemental_groups_policy) {
+        return reject(
+            "SupplementalGroupsPolicyNotSupported",
+            "SupplementalGroupsPolicy=Strict is not supported in this node".into(),
+        );
+    }
+    Ok(())
+}
+
 fn request(c: &Container, resource: &str) -> Option<ParsedQuantity> {
     let res = c.resources.as_ref()?;
     let q = res

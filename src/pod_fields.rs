@@ -120,7 +120,7 @@ pub const POD_SECURITY_CONTEXT: &[(&str, Support)] = &[
     ("seLinuxOptions", Honoured),
     ("seccompProfile", Honoured),
     ("supplementalGroups", Honoured),
-    ("supplementalGroupsPolicy", NotYet),
+    ("supplementalGroupsPolicy", Honoured),
     ("sysctls", Honoured),
     ("windowsOptions", NotKubelet),
 ];
@@ -454,7 +454,7 @@ mod tests {
         for must in [
             "spec.runtimeClassName",
             "spec.containers[app].volumeDevices",
-            "spec.securityContext.supplementalGroupsPolicy",
+            "spec.securityContext.seLinuxChangePolicy",
             "spec.volumes[v-persistentVolumeClaim].persistentVolumeClaim",
         ] {
             assert!(reported.iter().any(|r| r == must), "{must} not reported: {reported:?}");

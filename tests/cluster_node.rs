@@ -332,6 +332,8 @@ fn the_registration_has_the_shape_of_the_recorded_kubelet() {
     run(|| async {
         let server = TestApiServer::start();
         let h = harness(&server).await;
+        let health = h.deps.runtime_health.clone();
+        eventually("the runtime's features", T, || health.borrow().features).await;
         NodeActor::new(h.deps.clone()).start();
         eventually("registered", T, || server.store().node(NODE)).await;
         let post = server
@@ -349,7 +351,12 @@ fn the_registration_has_the_shape_of_the_recorded_kubelet() {
         assert_eq!(keys(&got["metadata"]["labels"]), label_keys);
         assert_eq!(got["metadata"]["annotations"], want["metadata"]["annotations"]);
         // The recorded node had no images yet (an empty list is omitted); the mock has some.
-        let status_keys: Vec<String> = keys(&got["status"]).into_iter().filter(|k| k != "images").collect();
+        // It also predates NodeFeatures (1.31); the mock reports its runtime's features.
+        assert_eq!(got["status"]["features"]["supplementalGroupsPolicy"], true);
+        let status_keys: Vec<String> = keys(&got["status"])
+            .into_iter()
+            .filter(|k| k != "images" && k != "features")
+            .collect();
         assert_eq!(status_keys, keys(&want["status"]));
         assert_eq!(keys(&got["status"]["capacity"]), keys(&want["status"]["capacity"]));
         assert_eq!(

@@ -67,6 +67,7 @@ fn a_runtime_ready_during_registration_makes_the_node_ready_at_once() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(server.store().node(cluster::NODE).is_none(), "still registering");
         tx.send_replace(RuntimeHealthChanged {
+            features: None,
             runtime_ready: true,
             network_ready: true,
             message: String::new(),

@@ -326,3 +326,83 @@ fn unsafe_sysctls_need_the_node_allowlist() {
             .unwrap();
     });
 }
+
+fn with_groups(name: &str, policy: &str) -> Pod {
+    let policy = policy.to_string();
+    PodBuilder::new(name)
+        .uid(format!("u-{name}"))
+        .restart_policy("Never")
+        .container("app", "busybox:1.36", ["sleep", "3600"])
+        .modify(move |p| {
+            p.spec.as_mut().unwrap().security_context = Some(k8s_openapi::api::core::v1::PodSecurityContext {
+                run_as_user: Some(1000),
+                run_as_group: Some(3000),
+                supplemental_groups: Some(vec![60000]),
+                supplemental_groups_policy: Some(policy),
+                ..Default::default()
+            })
+        })
+        .build()
+}
+
+/// Upstream's SupplementalGroupsPolicy tests: `Strict` on a node whose
+/// runtime does not implement it is rejected (status and Warning event
+/// `SupplementalGroupsPolicyNotSupported`), `Merge` runs; on a runtime that
+/// implements it `Strict` runs and the container's `user` is reported.
+#[test]
+fn strict_supplemental_groups_need_a_runtime_that_implements_them() {
+    run_paused(async {
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        mock.set_supplemental_groups_policy(false);
+        let (node, events) = node(mock.clone());
+        let health = node.kubelet().runtime_health.clone();
+        wait_until(|| health.borrow().features.is_some(), Duration::from_secs(30))
+            .await
+            .unwrap();
+        node.set_pods(vec![with_groups("strict", "Strict"), with_groups("merge", "Merge")]);
+        node.wait_for_phase("default", "strict", "Failed", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let status = node.status("default", "strict").unwrap();
+        assert_eq!(status.reason.as_deref(), Some("SupplementalGroupsPolicyNotSupported"));
+        assert_eq!(
+            status.message.as_deref(),
+            Some("Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node")
+        );
+        assert!(
+            events.lock().unwrap().contains(&(
+                "SupplementalGroupsPolicyNotSupported".to_string(),
+                "SupplementalGroupsPolicy=Strict is not supported in this node".to_string()
+            )),
+            "{:?}",
+            events.lock().unwrap()
+        );
+        assert!(mock.find_container("strict", "app").is_none(), "never started");
+        node.wait_for_phase("default", "merge", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let user = |node: &TestNode, pod: &str| {
+            node.status("default", pod).unwrap().container_statuses.unwrap()[0]
+                .user
+                .clone()
+                .and_then(|u| u.linux)
+        };
+        assert_eq!(user(&node, "merge"), None, "the runtime does not report it");
+
+        let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+        let (node, _) = self::node(mock.clone());
+        let health = node.kubelet().runtime_health.clone();
+        wait_until(|| health.borrow().features.is_some(), Duration::from_secs(30))
+            .await
+            .unwrap();
+        node.set_pods(vec![with_groups("strict", "Strict")]);
+        node.wait_for_phase("default", "strict", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let linux = user(&node, "strict").expect("the runtime reports the user");
+        assert_eq!(
+            (linux.uid, linux.gid, linux.supplemental_groups),
+            (1000, 3000, Some(vec![3000, 60000]))
+        );
+    });
+}

@@ -368,6 +368,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let allocatable = node_allocatable(&config, &facts);
     let sysctls = config.sysctls.clone();
     let st = statuses.clone();
+    let ev = events.clone();
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
     let gc_sync_state = sync_state.clone();
     let forget = status_ref.recipient();
@@ -375,6 +376,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
             .with_sysctls(sysctls.clone())
+            .with_events(ev.clone())
             .with_state(sync_state.clone(), pss.clone())
             .with_status_forgetting(forget.clone())
     })

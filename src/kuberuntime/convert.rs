@@ -146,6 +146,15 @@ pub fn container_from_status(s: &v1::ContainerStatus, sandbox_id: &str) -> Conta
             .as_ref()
             .and_then(|r| r.linux.as_ref())
             .map(super::pod_status::ActualResources::of),
+        user: s
+            .user
+            .as_ref()
+            .and_then(|u| u.linux.as_ref())
+            .map(|l| super::pod_status::ContainerUserIds {
+                uid: l.uid,
+                gid: l.gid,
+                supplemental_groups: l.supplemental_groups.clone(),
+            }),
     }
 }
 
@@ -173,6 +182,7 @@ pub fn container_from_list(c: &v1::Container) -> ContainerStatus {
         message: String::new(),
         sandbox_id: c.pod_sandbox_id.clone(),
         resources: None,
+        user: None,
     }
 }
 

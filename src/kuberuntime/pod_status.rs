@@ -137,6 +137,21 @@ pub struct ContainerStatus {
     /// The cgroup resources the runtime reports it runs with (CRI
     /// `ContainerStatus.resources`; `None` when the runtime does not say).
     pub resources: Option<ActualResources>,
+    /// The identity its first process started with (CRI
+    /// `ContainerStatus.user`; `None` when the runtime does not say).
+    pub user: Option<ContainerUserIds>,
+}
+
+/// uid, gid and supplemental groups of a container's first process (the
+/// API's `containerStatuses[].user.linux`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerUserIds {
+    /// Primary uid.
+    pub uid: i64,
+    /// Primary gid.
+    pub gid: i64,
+    /// Supplemental groups.
+    pub supplemental_groups: Vec<i64>,
 }
 
 /// The resources a container runs with, as far as in-place resize compares

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, SeccompProfile, SecurityContext
 use crate::cri::v1::security_profile::ProfileType;
 use crate::cri::v1::{
     Capability, Int64Value, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
-    SeLinuxOption, SecurityProfile,
+    SeLinuxOption, SecurityProfile, SupplementalGroupsPolicy,
 };
 
 /// The user an image runs as (from `ImageStatus`): a numeric uid, or a name.
@@ -205,6 +205,15 @@ fn selinux(o: Option<&k8s_openapi::api::core::v1::SELinuxOptions>) -> Option<SeL
     })
 }
 
+/// The pod's `supplementalGroupsPolicy` as the CRI spells it (unset: Merge).
+fn supplemental_groups_policy(pod: &Pod) -> i32 {
+    let psc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+    match psc.and_then(|s| s.supplemental_groups_policy.as_deref()) {
+        Some("Strict") => SupplementalGroupsPolicy::Strict as i32,
+        _ => SupplementalGroupsPolicy::Merge as i32,
+    }
+}
+
 /// `fsGroup` then `supplementalGroups` of the pod.
 fn supplemental_groups(pod: &Pod) -> Vec<i64> {
     let psc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
@@ -227,6 +236,7 @@ pub fn sandbox_security_context(pod: &Pod) -> LinuxSandboxSecurityContext {
         run_as_group: psc.and_then(|s| s.run_as_group).map(|value| Int64Value { value }),
         readonly_rootfs: false,
         supplemental_groups: supplemental_groups(pod),
+        supplemental_groups_policy: supplemental_groups_policy(pod),
         privileged: has_privileged_container(pod),
         seccomp: Some(profile(ProfileType::RuntimeDefault)),
         apparmor: Some(profile(ProfileType::Unconfined)),
@@ -294,6 +304,7 @@ pub fn container_security_context(
         run_as_group: sc.run_as_group.map(|value| Int64Value { value }),
         readonly_rootfs: flag(sc.read_only_root_filesystem),
         supplemental_groups: supplemental_groups(pod),
+        supplemental_groups_policy: supplemental_groups_policy(pod),
         no_new_privs: sc.allow_privilege_escalation == Some(false),
         masked_paths: paths(DEFAULT_MASKED_PATHS),
         readonly_paths: paths(DEFAULT_READONLY_PATHS),

@@ -63,6 +63,27 @@ spec:
 }
 
 #[test]
+fn supplemental_groups_policy_reaches_sandbox_and_containers() {
+    let policy = |yaml: &str| {
+        let p = pod(yaml);
+        let c = container_security_context(&p, first(&p), &ImageUser::default(), profile(ProfileType::Unconfined));
+        (
+            sandbox_security_context(&p).supplemental_groups_policy(),
+            c.supplemental_groups_policy(),
+        )
+    };
+    let strict =
+        "metadata: {name: p}\nspec: {securityContext: {supplementalGroupsPolicy: Strict}, containers: [{name: c}]}";
+    let merge =
+        "metadata: {name: p}\nspec: {securityContext: {supplementalGroupsPolicy: Merge}, containers: [{name: c}]}";
+    let unset = "metadata: {name: p}\nspec: {containers: [{name: c}]}";
+    use crate::cri::v1::SupplementalGroupsPolicy::{Merge, Strict};
+    assert_eq!(policy(strict), (Strict, Strict));
+    assert_eq!(policy(merge), (Merge, Merge));
+    assert_eq!(policy(unset), (Merge, Merge));
+}
+
+#[test]
 fn container_settings_override_pod_settings() {
     let p = pod("metadata: {name: p}
 spec:

@@ -58,5 +58,6 @@ pub fn container(id: &str, name: &str, state: ContainerState, exit_code: i32, ha
         message: String::new(),
         sandbox_id: "sb1".into(),
         resources: None,
+        user: None,
     }
 }

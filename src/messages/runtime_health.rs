@@ -28,4 +28,20 @@ pub struct RuntimeHealthChanged {
     /// Why not ready, e.g. "container runtime is down: …" or
     /// "container runtime network not ready: NetworkReady=false reason:…".
     pub message: String,
+    /// What the runtime last said it implements; `None` until it answered
+    /// with features (containerd 1.x never does; a failed check keeps the
+    /// last answer).
+    pub features: Option<RuntimeFeatureSet>,
+}
+
+/// The CRI `RuntimeFeatures` of the runtime (the Node's `status.features`).
+///
+/// ```
+/// use actlet::messages::runtime_health::RuntimeFeatureSet;
+/// assert!(!RuntimeFeatureSet::default().supplemental_groups_policy, "containerd 1.x reports none");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeFeatureSet {
+    /// `SupplementalGroupsPolicy` (`Strict`) and the container `user` in statuses.
+    pub supplemental_groups_policy: bool,
 }

@@ -45,6 +45,7 @@ impl RuntimeHealth {
             runtime_ready: false,
             network_ready: false,
             message: "container runtime status check may not have completed yet".into(),
+            features: None,
         })
     }
 
@@ -59,8 +60,11 @@ impl RuntimeHealth {
                 .into_actor(self)
                 .map(|result, act, _ctx| {
                     act.checking = false;
-                    let v = verdict(&result);
+                    let mut v = verdict(&result);
                     act.tx.send_if_modified(|cur| {
+                        if result.is_err() {
+                            v.features = cur.features; // a failed check says nothing about them
+                        }
                         if *cur == v {
                             return false;
                         }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::cri::CriResult;
 use crate::cri::v1::StatusResponse;
-use crate::messages::runtime_health::RuntimeHealthChanged;
+use crate::messages::runtime_health::{RuntimeFeatureSet, RuntimeHealthChanged};
 
 /// Turns the answer of CRI `Status` into a verdict with upstream's messages
 /// ("container runtime is down", "container runtime network not ready: …").
@@ -16,6 +16,7 @@ pub fn verdict(result: &CriResult<StatusResponse>) -> RuntimeHealthChanged {
                 runtime_ready: false,
                 network_ready: false,
                 message: format!("container runtime is down: {e}"),
+                features: None,
             };
         }
     };
@@ -45,6 +46,11 @@ pub fn verdict(result: &CriResult<StatusResponse>) -> RuntimeHealthChanged {
         runtime_ready,
         network_ready,
         message,
+        // A runtime that sends no features (containerd 1.x) has none: the
+        // Node then reports no `features`, as upstream's setter does.
+        features: resp.features.as_ref().map(|f| RuntimeFeatureSet {
+            supplemental_groups_policy: f.supplemental_groups_policy,
+        }),
     }
 }
 
@@ -124,7 +130,21 @@ mod tests {
                 conditions: vec![c("RuntimeReady", runtime), c("NetworkReady", network)],
             }),
             info: Default::default(),
+            features: None,
         })
+    }
+
+    #[test]
+    fn features_are_what_the_runtime_reports_and_unknown_when_it_is_down() {
+        let mut resp = status(true, true).unwrap();
+        assert_eq!(verdict(&Ok(resp.clone())).features, None, "containerd 1.x sends none");
+        resp.features = Some(crate::cri::v1::RuntimeFeatures {
+            supplemental_groups_policy: true,
+        });
+        let v = verdict(&Ok(resp));
+        assert_eq!(v.features.map(|f| f.supplemental_groups_policy), Some(true));
+        let down = verdict(&Err(CriError::new("Status", Code::Unavailable, "gone")));
+        assert_eq!(down.features, None);
     }
 
     #[test]

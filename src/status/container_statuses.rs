@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Pod,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, ContainerUser,
+    LinuxContainerUser, Pod,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -114,6 +115,13 @@ fn convert_one(cs: &RtStatus, old: Option<&ContainerStatus>, runtime_name: &str)
         container_id: Some(cid.clone()),
         last_state: Some(ContainerState::default()),
         volume_mounts: old.and_then(|o| o.volume_mounts.clone()),
+        user: cs.user.as_ref().map(|u| ContainerUser {
+            linux: Some(LinuxContainerUser {
+                uid: u.uid,
+                gid: u.gid,
+                supplemental_groups: Some(u.supplemental_groups.clone()),
+            }),
+        }),
         ..Default::default()
     };
     status.state = Some(match cs.state {

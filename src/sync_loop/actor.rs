@@ -31,9 +31,11 @@ use super::dispatch::{Desired, plan, pods_to_sync};
 use super::housekeeping::cleanup;
 use super::state::SyncLoopState;
 use crate::actors::supervisor::{ChildRef, SupervisedRecipient};
-use crate::admission::{NodeAllocatable, Rejection, Usage, admit_with};
+use crate::admission::{NodeAllocatable, Rejection, Usage, admit_supplemental_groups_policy, admit_with};
 use crate::cluster::mirror_index::full_name;
+use crate::events::EventRecorder;
 use crate::messages::PodUid;
+use crate::messages::event::EventType;
 use crate::messages::pleg::PlegEvents;
 use crate::messages::pod_update::{PodUpdate, SourcesReady};
 use crate::messages::pod_work::{KillOptions, KillStatus, PodWork, SyncFinished, SyncKind, UpdatePod, WorkerState};
@@ -99,6 +101,7 @@ impl SyncLoopHeartbeat {
 pub struct SyncLoop {
     admission: Option<(NodeAllocatable, StatusCache)>,
     sysctls: Option<crate::sysctl::Allowlist>,
+    events: EventRecorder,
     state: SyncLoopState,
     usage: Usage,
     statuses: PodSyncStatuses,
@@ -127,6 +130,7 @@ impl SyncLoop {
         Self {
             admission: None,
             sysctls: None,
+            events: EventRecorder::disabled(),
             state: SyncLoopState::default(),
             usage: Usage::default(),
             statuses: PodSyncStatuses::default(),
@@ -167,6 +171,13 @@ impl SyncLoop {
         self
     }
 
+    /// Records a Warning event for every pod admission rejects (reason and
+    /// message as the pod's status has them).
+    pub fn with_events(mut self, events: EventRecorder) -> Self {
+        self.events = events;
+        self
+    }
+
     /// Rejects pods setting sysctls outside `allowlist` (`SysctlForbidden`).
     pub fn with_sysctls(mut self, allowlist: crate::sysctl::Allowlist) -> Self {
         self.sysctls = Some(allowlist);
@@ -189,6 +200,7 @@ impl SyncLoop {
                 message: format!("Pod was rejected: {message}"),
             })?;
         }
+        admit_supplemental_groups_policy(pod, self.health.borrow().features)?;
         let uid = pod_uid(pod);
         let mut book = self.state.lock();
         if let Some(old) = book.admitted.remove(&uid) {
@@ -405,6 +417,10 @@ impl Handler<PodUpdate> for SyncLoop {
                 && let Err(r) = self.admit(&w.pod)
             {
                 tracing::warn!(pod = %crate::pod_manager::format_pod(&w.pod), reason = %r.reason, message = %r.message, "pod rejected by admission");
+                // Upstream `rejectPod`: a Warning event with the bare message.
+                let bare = r.message.strip_prefix("Pod was rejected: ").unwrap_or(&r.message);
+                self.events
+                    .pod_event(&w.pod, None, EventType::Warning, &r.reason, bare.to_string());
                 self.state.lock().rejected.insert(pod_uid(&w.pod));
                 let status = KillStatus {
                     phase: "Failed".into(),

@@ -53,6 +53,7 @@ pub fn ctr(id: &str, name: &str, state: ContainerState, created: i64) -> Contain
         message: String::new(),
         sandbox_id: "sb1".into(),
         resources: None,
+        user: None,
     }
 }
 

@@ -62,6 +62,7 @@ impl NodeActor {
             runtime_version: self.runtime_version.clone(),
             kubelet_port: d.kubelet_port,
             images: None,
+            features: d.runtime_health.borrow().features,
         }
     }
 

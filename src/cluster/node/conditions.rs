@@ -202,6 +202,7 @@ mod tests {
 
     fn rt(ready: bool, network: bool, msg: &str) -> RuntimeHealthChanged {
         RuntimeHealthChanged {
+            features: None,
             runtime_ready: ready,
             network_ready: network,
             message: msg.into(),

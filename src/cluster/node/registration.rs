@@ -126,6 +126,7 @@ mod tests {
             runtime_version: None,
             kubelet_port: 10250,
             images: None,
+            features: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ContainerImage, DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo,
+    ContainerImage, DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeFeatures, NodeStatus, NodeSystemInfo,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
@@ -13,6 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::conditions::{Health, conditions_changed, update_conditions};
 use super::flags::Reserved;
 use crate::kubelet::{MachineInfo, NodeFacts, go_arch};
+use crate::messages::runtime_health::RuntimeFeatureSet;
 
 /// The `kubeletVersion` actlet reports (the Kubernetes API level it speaks).
 pub const KUBELET_VERSION: &str = "v1.33.0-actlet";
@@ -45,6 +46,8 @@ pub struct StatusInputs {
     pub kubelet_port: i32,
     /// `images`, when the runtime listed them (else the Node's are kept).
     pub images: Option<Vec<ContainerImage>>,
+    /// `features` (from CRI `Status`), once the runtime answered.
+    pub features: Option<RuntimeFeatureSet>,
 }
 
 /// Bytes in canonical BinarySI form: `4025424Ki`, `1Gi`, `56403987978`.
@@ -163,6 +166,11 @@ pub fn apply_status(node: &mut Node, i: &StatusInputs, health: &Health, now: Tim
     if let Some(images) = &i.images {
         status.images = Some(images.clone());
     }
+    if let Some(f) = i.features {
+        status.features = Some(NodeFeatures {
+            supplemental_groups_policy: Some(f.supplemental_groups_policy),
+        });
+    }
     update_conditions(status.conditions.get_or_insert_with(Vec::new), health, now)
 }
 
@@ -202,6 +210,7 @@ mod tests {
             runtime_version: Some("containerd://1.6.20".into()),
             kubelet_port: 10250,
             images: None,
+            features: None,
         }
     }
 
@@ -284,6 +293,19 @@ mod tests {
             Some(10250)
         );
         assert_eq!(s.conditions.map(|c| c.len()), Some(4));
+        assert_eq!(s.features, None, "unknown until the runtime answered");
+    }
+
+    #[test]
+    fn features_are_the_runtimes() {
+        let mut i = inputs();
+        i.features = Some(RuntimeFeatureSet {
+            supplemental_groups_policy: true,
+        });
+        let mut node = Node::default();
+        apply_status(&mut node, &i, &Health::default(), Timestamp::UNIX_EPOCH);
+        let features = node.status.and_then(|s| s.features);
+        assert_eq!(features.and_then(|f| f.supplemental_groups_policy), Some(true));
     }
 
     #[test]

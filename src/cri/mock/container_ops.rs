@@ -312,8 +312,12 @@ impl MockRuntime {
             .containers
             .get(&id)
             .ok_or_else(|| not_found("ContainerStatus", &id))?;
+        let mut status = c.to_status(&st.images);
+        if !st.features.supplemental_groups_policy {
+            status.user = None;
+        }
         Ok(v1::ContainerStatusResponse {
-            status: Some(c.to_status(&st.images)),
+            status: Some(status),
             info: Default::default(),
         })
     }

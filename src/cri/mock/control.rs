@@ -190,6 +190,24 @@ impl MockRuntime {
         self.set_condition("NetworkReady", ready, "NetworkPluginNotReady", message);
     }
 
+    /// Whether `Status` reports `features.supplemental_groups_policy` (on by
+    /// default, as containerd 2.x; containerd 1.x has no features) and
+    /// `ContainerStatus` the container's `user`.
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::MockRuntime};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::new();
+    /// let supported = |s: actlet::cri::v1::StatusResponse| s.features.unwrap().supplemental_groups_policy;
+    /// assert!(supported(mock.status(Default::default()).await.unwrap()));
+    /// mock.set_supplemental_groups_policy(false);
+    /// assert!(!supported(mock.status(Default::default()).await.unwrap()));
+    /// # });
+    /// ```
+    pub fn set_supplemental_groups_policy(&self, supported: bool) {
+        self.shared.lock().features.supplemental_groups_policy = supported;
+    }
+
     fn set_condition(&self, kind: &str, ready: bool, reason: &str, message: &str) {
         let mut st = self.shared.lock();
         if let Some(c) = st.conditions.iter_mut().find(|c| c.r#type == kind) {

@@ -239,7 +239,8 @@ mod tests {
 
     #[test]
     fn method_table_is_complete() {
-        assert_eq!(CRI_METHODS.len(), 26);
+        assert_eq!(CRI_METHODS.len(), 28);
+        assert_eq!(cri_method("ListPodSandboxStats"), Some("ListPodSandboxStats"));
         assert_eq!(cri_method("ExecSync"), Some("ExecSync"));
         assert_eq!(cri_method("execsync"), None);
     }

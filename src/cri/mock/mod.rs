@@ -534,6 +534,7 @@ impl MockRuntimeBuilder {
         for (method, fault) in self.faults {
             state.faults.push(method, fault);
         }
+        state.features.supplemental_groups_policy = true;
         state.conditions = ["RuntimeReady", "NetworkReady"]
             .into_iter()
             .map(|t| v1::RuntimeCondition {

@@ -61,7 +61,10 @@ impl MockRuntime {
 
     /// Verbose: `info["config"]` names the sandbox image, as containerd's does.
     fn do_status(&self, verbose: bool) -> StatusResponse {
-        let conditions = self.shared.lock().conditions.clone();
+        let (conditions, features) = {
+            let st = self.shared.lock();
+            (st.conditions.clone(), st.features)
+        };
         let mut info = std::collections::HashMap::new();
         if verbose {
             let config = serde_json::json!({ "sandboxImage": self.shared.sandbox_image });
@@ -70,6 +73,7 @@ impl MockRuntime {
         StatusResponse {
             status: Some(RuntimeStatus { conditions }),
             info,
+            features: Some(features),
         }
     }
 

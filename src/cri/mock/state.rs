@@ -101,6 +101,9 @@ pub(crate) struct State {
     /// Scripts, newest last; the newest matching one wins.
     pub(crate) scripts: Vec<(Match, Script)>,
     pub(crate) conditions: Vec<v1::RuntimeCondition>,
+    /// `Status.features`; the user of a container is reported only with
+    /// `supplemental_groups_policy` (as containerd 2.x does).
+    pub(crate) features: v1::RuntimeFeatures,
 }
 
 impl State {
@@ -316,6 +319,30 @@ impl ContainerRecord {
                 linux: Some(self.resources.clone()),
             }),
             image_id: String::new(),
+            user: Some(self.user()),
+        }
+    }
+
+    /// The identity the process starts with: uid and gid from the security
+    /// context (0 when unset: the mock's images define no users), the gid
+    /// then the supplemental groups (the mock's images define no groups, so
+    /// Merge and Strict give the same list).
+    fn user(&self) -> v1::ContainerUser {
+        let sc = self.config.linux.as_ref().and_then(|l| l.security_context.as_ref());
+        let uid = sc.and_then(|s| s.run_as_user.as_ref()).map_or(0, |v| v.value);
+        let gid = sc.and_then(|s| s.run_as_group.as_ref()).map_or(0, |v| v.value);
+        let mut groups = vec![gid];
+        for g in sc.map(|s| s.supplemental_groups.as_slice()).unwrap_or_default() {
+            if !groups.contains(g) {
+                groups.push(*g);
+            }
+        }
+        v1::ContainerUser {
+            linux: Some(v1::LinuxContainerUser {
+                uid,
+                gid,
+                supplemental_groups: groups,
+            }),
         }
     }
 
