@@ -150,18 +150,24 @@ mod tests {
         assert_eq!(cn, ["system:node:node-a"]);
         assert_eq!(o, ["system:nodes"]);
         // ECDSA P-256 key; no SANs on a client certificate
-        assert_eq!(
-            info.subject_pki.algorithm.algorithm.to_id_string(),
-            "1.2.840.10045.2.1"
-        );
-        let has_san = req.requested_extensions().into_iter().flatten().any(|e| matches!(e, ParsedExtension::SubjectAlternativeName(_)));
+        assert_eq!(info.subject_pki.algorithm.algorithm.to_id_string(), "1.2.840.10045.2.1");
+        let has_san = req
+            .requested_extensions()
+            .into_iter()
+            .flatten()
+            .any(|e| matches!(e, ParsedExtension::SubjectAlternativeName(_)));
         assert!(!has_san);
         assert!(c.key_pem.contains("PRIVATE KEY"));
     }
 
     #[test]
     fn serving_csr_carries_hostname_and_ips_as_sans() {
-        let sans = ["node-a".to_string(), "10.0.0.5".into(), "fd00::5".into(), "node-a".into()];
+        let sans = [
+            "node-a".to_string(),
+            "10.0.0.5".into(),
+            "fd00::5".into(),
+            "node-a".into(),
+        ];
         let c = build("node-a", CertKind::Serving, &sans).unwrap();
         assert_eq!(c.signer, "kubernetes.io/kubelet-serving");
         assert_eq!(c.usages, ["digital signature", "server auth"]);
@@ -187,10 +193,22 @@ mod tests {
     #[test]
     fn name_depends_on_key_subject_and_usages() {
         let a = digested_name(b"key", "system:node:a", &["system:nodes"], &["client auth".into()]);
-        assert_eq!(a, digested_name(b"key", "system:node:a", &["system:nodes"], &["client auth".into()]));
-        assert_ne!(a, digested_name(b"key2", "system:node:a", &["system:nodes"], &["client auth".into()]));
-        assert_ne!(a, digested_name(b"key", "system:node:b", &["system:nodes"], &["client auth".into()]));
-        assert_ne!(a, digested_name(b"key", "system:node:a", &["system:nodes"], &["server auth".into()]));
+        assert_eq!(
+            a,
+            digested_name(b"key", "system:node:a", &["system:nodes"], &["client auth".into()])
+        );
+        assert_ne!(
+            a,
+            digested_name(b"key2", "system:node:a", &["system:nodes"], &["client auth".into()])
+        );
+        assert_ne!(
+            a,
+            digested_name(b"key", "system:node:b", &["system:nodes"], &["client auth".into()])
+        );
+        assert_ne!(
+            a,
+            digested_name(b"key", "system:node:a", &["system:nodes"], &["server auth".into()])
+        );
         // SHA-512/256 → 32 bytes → 43 base64url characters
         assert_eq!(a.len(), "node-csr-".len() + 43);
         let c1 = build("n", CertKind::Client, &[]).unwrap();

@@ -49,7 +49,10 @@ pub fn outcome(csr: &CertificateSigningRequest) -> CsrOutcome {
                 .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
                 .join(": ");
-            return CsrOutcome::Refused { condition: c.type_.clone(), reason };
+            return CsrOutcome::Refused {
+                condition: c.type_.clone(),
+                reason,
+            };
         }
     }
     match status.and_then(|s| s.certificate.as_ref()) {
@@ -61,7 +64,10 @@ pub fn outcome(csr: &CertificateSigningRequest) -> CsrOutcome {
 /// The CSR object for `csr`.
 pub fn csr_object(csr: &NodeCsr) -> CertificateSigningRequest {
     CertificateSigningRequest {
-        metadata: ObjectMeta { name: Some(csr.name.clone()), ..Default::default() },
+        metadata: ObjectMeta {
+            name: Some(csr.name.clone()),
+            ..Default::default()
+        },
         spec: CertificateSigningRequestSpec {
             request: ByteString(csr.csr_pem.clone().into_bytes()),
             signer_name: csr.signer.to_string(),
@@ -90,13 +96,20 @@ pub async fn request_certificate(client: Client, csr: &NodeCsr, timeout: Duratio
                 Err(e) => e.to_string(),
             },
             Ok(Err(kube::Error::Api(s))) if s.code != 429 && s.code < 500 => {
-                return Err(CertError::Create { name, reason: s.message.clone() });
+                return Err(CertError::Create {
+                    name,
+                    reason: s.message.clone(),
+                });
             }
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {CALL_TIMEOUT:?}"),
         };
         if Instant::now() + backoff > deadline {
-            return Err(CertError::Timeout { name, timeout, last: err });
+            return Err(CertError::Timeout {
+                name,
+                timeout,
+                last: err,
+            });
         }
         tracing::warn!(csr = %name, error = %err, retry_in = ?backoff, "cannot create the certificate signing request; retrying");
         tokio::time::sleep(backoff).await;
@@ -107,16 +120,40 @@ pub async fn request_certificate(client: Client, csr: &NodeCsr, timeout: Duratio
     let wait = kube::runtime::wait::await_condition(api.clone(), &name, cond);
     let obj = match tokio::time::timeout_at(deadline, wait).await {
         Ok(Ok(Some(o))) => o,
-        Ok(Ok(None)) => return Err(CertError::Refused { name, condition: "Deleted".into(), reason: "the CSR was deleted".into() }),
-        Ok(Err(e)) => return Err(CertError::Timeout { name, timeout, last: e.to_string() }),
+        Ok(Ok(None)) => {
+            return Err(CertError::Refused {
+                name,
+                condition: "Deleted".into(),
+                reason: "the CSR was deleted".into(),
+            });
+        }
+        Ok(Err(e)) => {
+            return Err(CertError::Timeout {
+                name,
+                timeout,
+                last: e.to_string(),
+            });
+        }
         Err(_) => {
-            return Err(CertError::Timeout { name, timeout, last: "not approved and issued yet".into() });
+            return Err(CertError::Timeout {
+                name,
+                timeout,
+                last: "not approved and issued yet".into(),
+            });
         }
     };
     match outcome(&obj) {
         CsrOutcome::Issued(cert) => Ok(cert),
-        CsrOutcome::Refused { condition, reason } => Err(CertError::Refused { name, condition, reason }),
-        CsrOutcome::Pending => Err(CertError::Timeout { name, timeout, last: "pending".into() }),
+        CsrOutcome::Refused { condition, reason } => Err(CertError::Refused {
+            name,
+            condition,
+            reason,
+        }),
+        CsrOutcome::Pending => Err(CertError::Timeout {
+            name,
+            timeout,
+            last: "pending".into(),
+        }),
     }
 }
 
@@ -150,12 +187,21 @@ mod tests {
     fn outcome_reads_conditions_and_certificate() {
         assert_eq!(outcome(&CertificateSigningRequest::default()), CsrOutcome::Pending);
         assert_eq!(outcome(&with(&[("Approved", "A")], None)), CsrOutcome::Pending);
-        assert_eq!(outcome(&with(&[("Approved", "A")], Some("PEM"))), CsrOutcome::Issued("PEM".into()));
+        assert_eq!(
+            outcome(&with(&[("Approved", "A")], Some("PEM"))),
+            CsrOutcome::Issued("PEM".into())
+        );
         assert_eq!(
             outcome(&with(&[("Denied", "NotMyNode")], None)),
-            CsrOutcome::Refused { condition: "Denied".into(), reason: "NotMyNode: by policy".into() }
+            CsrOutcome::Refused {
+                condition: "Denied".into(),
+                reason: "NotMyNode: by policy".into()
+            }
         );
-        assert!(matches!(outcome(&with(&[("Approved", "A"), ("Failed", "SignerError")], Some("PEM"))), CsrOutcome::Refused { .. }));
+        assert!(matches!(
+            outcome(&with(&[("Approved", "A"), ("Failed", "SignerError")], Some("PEM"))),
+            CsrOutcome::Refused { .. }
+        ));
     }
 
     #[test]

@@ -10,9 +10,11 @@ use super::store::Validity;
 /// The renewal deadline (Unix seconds) of a certificate valid over
 /// `validity`, with `jitter` in `[0, 1)` (uniform random).
 pub fn rotation_deadline(validity: Validity, jitter: f64) -> i64 {
-    let lifetime = (validity.not_after - validity.not_before).max(0) as f64;
+    let lifetime = (validity.not_after - validity.not_before).max(0);
     let jitter = jitter.clamp(0.0, 1.0);
-    validity.not_before + (lifetime * (0.7 + 0.2 * jitter)) as i64
+    // integer 70 % plus the jittered 20 %: no float rounding below the window
+    let window = lifetime / 5;
+    validity.not_before + lifetime * 7 / 10 + (window as f64 * jitter) as i64
 }
 
 /// How long to sleep from `now` until `deadline` (both Unix seconds); zero
@@ -30,7 +32,10 @@ pub fn random_jitter() -> f64 {
 mod tests {
     use super::*;
 
-    const V: Validity = Validity { not_before: 1_000, not_after: 11_000 };
+    const V: Validity = Validity {
+        not_before: 1_000,
+        not_after: 11_000,
+    };
 
     #[test]
     fn deadline_is_between_70_and_90_percent() {
@@ -52,7 +57,10 @@ mod tests {
         assert_eq!(wait_until(8_000, 8_000), Duration::ZERO);
         assert_eq!(wait_until(8_000, 7_000), Duration::from_secs(1_000));
         // a certificate with NotAfter before NotBefore: renew at once
-        let broken = Validity { not_before: 5_000, not_after: 4_000 };
+        let broken = Validity {
+            not_before: 5_000,
+            not_after: 4_000,
+        };
         assert_eq!(rotation_deadline(broken, 0.5), 5_000);
     }
 }

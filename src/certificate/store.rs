@@ -42,7 +42,10 @@ pub struct CertStore {
 impl CertStore {
     /// The store for `pair` in `dir` (`--cert-dir`).
     pub fn new(dir: impl Into<PathBuf>, pair: &str) -> CertStore {
-        CertStore { dir: dir.into(), pair: pair.to_string() }
+        CertStore {
+            dir: dir.into(),
+            pair: pair.to_string(),
+        }
     }
 
     /// `<dir>/<pair>-current.pem`.
@@ -90,7 +93,9 @@ impl CertStore {
     pub fn load(&self) -> Result<Option<CertPair>, CertError> {
         let path = self.current_path();
         match std::fs::read_to_string(&path) {
-            Ok(text) => split_pem(&text).map(Some).map_err(|e| CertError::Parse { path, reason: e }),
+            Ok(text) => split_pem(&text)
+                .map(Some)
+                .map_err(|e| CertError::Parse { path, reason: e }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(CertError::Io { path, source }),
         }
@@ -116,7 +121,10 @@ pub fn split_pem(text: &str) -> Result<CertPair, String> {
     if key.is_empty() {
         return Err("no PRIVATE KEY block".into());
     }
-    Ok(CertPair { cert_pem: certs, key_pem: key })
+    Ok(CertPair {
+        cert_pem: certs,
+        key_pem: key,
+    })
 }
 
 fn pem_block(label: &str, der: &[u8]) -> String {
@@ -154,7 +162,10 @@ mod tests {
         let mut p = rcgen::CertificateParams::new(vec!["n".to_string()]).unwrap();
         p.not_after = time::OffsetDateTime::now_utc() + time::Duration::days(days);
         let cert = p.self_signed(&key).unwrap();
-        CertPair { cert_pem: cert.pem(), key_pem: key.serialize_pem() }
+        CertPair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
     }
 
     #[test]
@@ -168,10 +179,16 @@ mod tests {
         let target = std::fs::read_link(&current).unwrap();
         let name = target.to_str().unwrap();
         assert!(target.is_relative(), "{name}");
-        assert!(name.starts_with("kubelet-client-20") && name.ends_with(".pem"), "{name}");
+        assert!(
+            name.starts_with("kubelet-client-20") && name.ends_with(".pem"),
+            "{name}"
+        );
         let meta = std::fs::metadata(dir.path().join("pki").join(&target)).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        assert_eq!(store.load().unwrap(), Some(split_pem(&std::fs::read_to_string(&current).unwrap()).unwrap()));
+        assert_eq!(
+            store.load().unwrap(),
+            Some(split_pem(&std::fs::read_to_string(&current).unwrap()).unwrap())
+        );
         assert_eq!(store.load().unwrap().unwrap().key_pem.trim(), first.key_pem.trim());
 
         // a second pair (same second): a new file, the link moves, the old file stays
