@@ -293,10 +293,16 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "IMAGE")]
     pub pod_infra_container_image: Option<String>,
 
-    /// Kubeconfig for TLS bootstrap when --kubeconfig does not exist yet (kubeadm's unit passes it).
-    /// actlet uses an existing --kubeconfig; requesting a client certificate is not implemented yet.
+    /// Kubeconfig for TLS bootstrap: when --kubeconfig is missing or its client certificate is
+    /// expired, a client certificate is requested with these credentials (CSR signer
+    /// kubernetes.io/kube-apiserver-client-kubelet), stored in --cert-dir and --kubeconfig written.
     #[arg(long, value_name = "FILE")]
     pub bootstrap_kubeconfig: Option<PathBuf>,
+
+    /// Directory of the TLS certificates obtained by bootstrap (kubelet-client-current.pem);
+    /// default `<root-dir>/pki`.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
 }
 
 /// Parses a Go-style duration such as `2m`, `20s`, `1m30s`, `100ms`.

@@ -36,6 +36,8 @@
 pub mod actors;
 #[doc(hidden)]
 pub mod admission;
+/// Client and serving certificates: TLS bootstrap, CSR, store, rotation.
+pub mod certificate;
 #[doc(hidden)]
 pub mod cli;
 pub mod clock;

@@ -127,14 +127,18 @@ fn run(resolved: Resolved) -> ExitCode {
     let system = actix_rt::System::new();
     system.block_on(async move {
         if let (Some(kubeconfig), Some(bootstrap)) = (&flags.kubeconfig, &flags.bootstrap_kubeconfig) {
-            if kubeconfig.exists() {
-                tracing::info!(kubeconfig = %kubeconfig.display(), "using the existing kubeconfig; no TLS bootstrap needed");
-            } else {
-                return fatal(format!(
-                    "--kubeconfig {} does not exist and TLS bootstrap with --bootstrap-kubeconfig {} is not implemented yet",
-                    kubeconfig.display(),
-                    bootstrap.display()
-                ));
+            let cert_dir = flags.cert_dir.clone().unwrap_or_else(|| flags.root_dir.join("pki"));
+            let done = actlet::certificate::bootstrap::load_client_cert(
+                kubeconfig,
+                bootstrap,
+                &cert_dir,
+                &config.node_name,
+                actlet::certificate::bootstrap::BOOTSTRAP_TIMEOUT,
+            )
+            .await;
+            match done {
+                Ok(outcome) => tracing::info!(?outcome, kubeconfig = %kubeconfig.display(), "TLS bootstrap"),
+                Err(e) => return fatal(format!("TLS bootstrap with --bootstrap-kubeconfig {}: {e}", bootstrap.display())),
             }
         }
         let api_client = match &flags.kubeconfig {
