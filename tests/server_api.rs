@@ -2,7 +2,7 @@
 //! node: container logs (tailLines, limitBytes, timestamps, sinceTime,
 //! previous, follow), `/run`, exec/attach proxied to the mock runtime's
 //! streaming server over WebSocket (v4 and v5), `/spec/`, `/runningpods/`,
-//! `/debug/actors`; the read-only port refuses exec and logs; a panic while
+//! `/debug/actors`; the read-only port refuses exec and logs but serves stats and metrics; a panic while
 //! serving a request does not reach the node.
 
 #[path = "support/kubelet_api.rs"]
@@ -277,6 +277,28 @@ fn read_only_port_refuses_exec_and_logs() {
         assert_eq!(status("/containerLogs/default/web/c").await, 404);
         assert_eq!(status("/exec/default/web/c?command=ls&output=1").await, 404);
         assert_eq!(status("/run/default/web/c").await, 404);
+        assert_eq!(status("/debug/actors").await, 404);
+        // The unauthenticated subset upstream serves: Summary API and Prometheus endpoints.
+        let get = |p: &'static str| {
+            let plain = plain.clone();
+            async move {
+                let resp = plain.get(format!("http://{ro}{p}")).send().await.unwrap();
+                (resp.status().as_u16(), resp.text().await.unwrap())
+            }
+        };
+        let (code, summary) = get("/stats/summary").await;
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        assert_eq!(
+            (code, &summary["node"]["nodeName"]),
+            (200, &serde_json::json!(TestNode::NODE_NAME))
+        );
+        assert_eq!(summary["pods"][0]["podRef"]["name"], "web");
+        let (code, metrics) = get("/metrics").await;
+        assert_eq!(code, 200);
+        assert!(metrics.contains("kubelet_running_pods 1"), "{metrics}");
+        let (code, resource) = get("/metrics/resource").await;
+        assert!(code == 200 && resource.contains("scrape_error 0"), "{resource}");
+        assert_eq!(get("/metrics/cadvisor").await.0, 200);
     });
 }
 

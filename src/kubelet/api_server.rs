@@ -98,32 +98,17 @@ pub(super) fn child(
     config: &KubeletConfig,
     node_ip: Option<String>,
     facts: &NodeFacts,
-    (state, runtime, cache, tree, metrics, cgroups): (
+    (state, runtime, cache, tree, metrics, stats): (
         ServerState,
         SharedRuntime,
         PodCache,
         Arc<OnceLock<SupervisionTree>>,
         Arc<crate::server::metrics::KubeletMetrics>,
-        crate::cm::ContainerManager,
+        crate::stats::StatsProvider,
     ),
     client: Option<kube::Client>,
     bound: ServerAddrs,
 ) -> Result<AnyChildSpec, ApiServerError> {
-    // The provider (and its CPU sample cache) outlives restarts of the
-    // server: every instance the factory builds shares it.
-    let stats = crate::stats::StatsProvider::new(
-        crate::stats::StatsSettings {
-            node_name: config.node_name.clone(),
-            root_dir: config.root_dir.clone(),
-            pod_logs_dir: config.pod_logs_dir.clone(),
-            proc_root: "/proc".into(),
-            cgroup_mount: config.cgroups.cgroup_mount.clone(),
-        },
-        runtime.clone(),
-        state.pods.clone(),
-        Some(cgroups),
-        crate::stats::CpuUsageCache::default(),
-    );
     let api = ApiState {
         node_name: config.node_name.clone(),
         runtime,

@@ -58,7 +58,7 @@ use crate::quantity::ParsedQuantity;
 use crate::runtime_health::RuntimeHealth;
 use crate::server::actor::Routes;
 use crate::server::routes::sync_loop_threshold;
-use crate::server::{HealthState, HttpServer, ServerAddrs, ServerState};
+use crate::server::{HealthState, HttpServer, ReadOnlyStats, ServerAddrs, ServerState};
 use crate::status::{StatusCache, StatusManager};
 use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat, SyncLoopState};
 
@@ -556,6 +556,21 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         manifest_errors: manifest_errors.clone(),
     };
     let (read_only_addrs, healthz_addrs) = (ServerAddrs::default(), ServerAddrs::default());
+    // The stats provider (and its CPU sample cache) outlives restarts of
+    // the servers: the read-only port and 10250 share it.
+    let stats = crate::stats::StatsProvider::new(
+        crate::stats::StatsSettings {
+            node_name: config.node_name.clone(),
+            root_dir: config.root_dir.clone(),
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            proc_root: "/proc".into(),
+            cgroup_mount: config.cgroups.cgroup_mount.clone(),
+        },
+        runtime.clone(),
+        pods.clone(),
+        Some(cm.handle.clone()),
+        crate::stats::CpuUsageCache::default(),
+    );
     if let Some(addr) = config.healthz_addr {
         let (st, b) = (state.clone(), healthz_addrs.clone());
         root = root.child(
@@ -569,9 +584,13 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     }
     if let Some(addr) = config.read_only_addr {
         let (st, b) = (state.clone(), read_only_addrs.clone());
+        let extras = ReadOnlyStats {
+            stats: stats.clone(),
+            metrics: metrics.clone(),
+        };
         root = root.child(
             ChildSpec::new("read-only", move || {
-                HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone())
+                HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone()).with_stats(extras.clone())
             })
             .criticality(Criticality::NonCritical)
             .backoff(SERVER_RETRY),
@@ -591,7 +610,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
                 cache.clone(),
                 tree_cell.clone(),
                 metrics.clone(),
-                cm.handle.clone(),
+                stats.clone(),
             ),
             ext.api_client.clone(),
             api_addrs.clone(),

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use actix::prelude::*;
 use actix_web::{App, web};
 
-use super::routes::ServerState;
+use super::routes::{ReadOnlyStats, ServerState};
 use crate::actors::supervisor::fail;
 
 /// The addresses a server bound (useful with port 0).
@@ -32,7 +32,7 @@ impl ServerAddrs {
 /// Which routes a server serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Routes {
-    /// `/pods`, `/healthz` (read-only port).
+    /// `/pods`, `/healthz`, and the stats and metrics when given (read-only port).
     ReadOnly,
     /// `/healthz` only (healthz port).
     Healthz,
@@ -44,6 +44,7 @@ pub struct HttpServer {
     addr: SocketAddr,
     routes: Routes,
     state: ServerState,
+    stats: Option<ReadOnlyStats>,
     bound: ServerAddrs,
     handle: Option<actix_web::dev::ServerHandle>,
 }
@@ -56,9 +57,17 @@ impl HttpServer {
             addr,
             routes,
             state,
+            stats: None,
             bound,
             handle: None,
         }
+    }
+
+    /// Serves `/stats/summary`, `/metrics`, `/metrics/resource` and
+    /// `/metrics/cadvisor` too (the read-only port, as upstream's).
+    pub fn with_stats(mut self, stats: ReadOnlyStats) -> Self {
+        self.stats = Some(stats);
+        self
     }
 }
 
@@ -67,9 +76,13 @@ impl Actor for HttpServer {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         let state = web::Data::new(self.state.clone());
+        let stats = self.stats.clone().map(web::Data::new);
         let routes = self.routes;
         let server = actix_web::HttpServer::new(move || {
-            let app = App::new().app_data(state.clone());
+            let mut app = App::new().app_data(state.clone());
+            if let Some(stats) = &stats {
+                app = app.app_data(stats.clone());
+            }
             match routes {
                 Routes::ReadOnly => app.configure(super::routes::read_only_routes),
                 Routes::Healthz => app.configure(super::routes::healthz_routes),

@@ -22,4 +22,4 @@ pub mod tls;
 
 pub use actor::{HttpServer, ServerAddrs};
 pub use api::ApiState;
-pub use routes::{HealthState, ServerState};
+pub use routes::{HealthState, ReadOnlyStats, ServerState};

@@ -102,10 +102,73 @@ pub async fn healthz(state: web::Data<ServerState>) -> HttpResponse {
     }
 }
 
+/// What the read-only port serves besides pods and health: the Summary API
+/// and the Prometheus endpoints (upstream's `InstallDefaultHandlers`).
+#[derive(Clone, Debug)]
+pub struct ReadOnlyStats {
+    /// `/stats/summary`, `/metrics/resource`, `/metrics/cadvisor`.
+    pub stats: crate::stats::StatsProvider,
+    /// `/metrics`.
+    pub metrics: std::sync::Arc<super::metrics::KubeletMetrics>,
+}
+
+/// A hyper response of the 10250 server's handlers as an actix one.
+async fn from_hyper(resp: super::secure::Resp) -> HttpResponse {
+    use http_body_util::BodyExt;
+    let (parts, body) = resp.into_parts();
+    let status = actix_web::http::StatusCode::from_u16(parts.status.as_u16())
+        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
+    let mut out = HttpResponse::build(status);
+    if let Some(ct) = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        out.content_type(ct);
+    }
+    match body.collect().await {
+        Ok(b) => out.body(b.to_bytes()),
+        Err(e) => HttpResponse::InternalServerError().body(format!("Internal Error: {e}")),
+    }
+}
+
+/// `GET /stats/summary` on the read-only port.
+async fn ro_summary(
+    stats: Option<web::Data<ReadOnlyStats>>,
+    query: web::Query<std::collections::HashMap<String, String>>,
+) -> HttpResponse {
+    from_hyper(super::stats::summary(stats.as_ref().map(|s| &s.stats), &query).await).await
+}
+
+/// `GET /metrics/resource` on the read-only port.
+async fn ro_resource(stats: Option<web::Data<ReadOnlyStats>>) -> HttpResponse {
+    from_hyper(super::stats::resource(stats.as_ref().map(|s| &s.stats)).await).await
+}
+
+/// `GET /metrics/cadvisor` on the read-only port.
+async fn ro_cadvisor(stats: Option<web::Data<ReadOnlyStats>>) -> HttpResponse {
+    from_hyper(super::stats::cadvisor(stats.as_ref().map(|s| &s.stats)).await).await
+}
+
+/// `GET /metrics` on the read-only port.
+async fn ro_metrics(stats: Option<web::Data<ReadOnlyStats>>) -> HttpResponse {
+    match stats {
+        Some(s) => HttpResponse::Ok()
+            .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+            .body(s.metrics.encode()),
+        None => HttpResponse::NotFound().body("404 page not found"),
+    }
+}
+
 /// Registers the read-only routes.
 pub fn read_only_routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/pods", web::get().to(pods))
         .route("/pods/", web::get().to(pods))
+        .route("/stats/summary", web::get().to(ro_summary))
+        .route("/stats/summary/", web::get().to(ro_summary))
+        .route("/metrics", web::get().to(ro_metrics))
+        .route("/metrics/resource", web::get().to(ro_resource))
+        .route("/metrics/cadvisor", web::get().to(ro_cadvisor))
         .route("/healthz", web::get().to(healthz))
         .route("/debug/manifest-errors", web::get().to(manifest_errors));
 }

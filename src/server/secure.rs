@@ -149,10 +149,10 @@ impl SecureServer {
                 None => text(StatusCode::NOT_FOUND, "404 page not found"),
             },
             (["stats", "summary"] | ["stats", "summary", ""], _) if get => {
-                super::stats::summary(&self.api, &query_map(query.as_deref())).await
+                super::stats::summary(self.api.stats.as_ref(), &query_map(query.as_deref())).await
             }
-            (["metrics", "resource"], _) if get => super::stats::resource(&self.api).await,
-            (["metrics", "cadvisor"], _) if get => super::stats::cadvisor(&self.api).await,
+            (["metrics", "resource"], _) if get => super::stats::resource(self.api.stats.as_ref()).await,
+            (["metrics", "cadvisor"], _) if get => super::stats::cadvisor(self.api.stats.as_ref()).await,
             (["containerLogs", ns, pod, container], _) if get => {
                 api::container_logs(
                     (ns, pod, container),

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use hyper::StatusCode;
 
-use super::api::ApiState;
 use super::secure::{Resp, bytes_response, text};
+use crate::stats::StatsProvider;
 use crate::stats::metrics;
 use crate::stats::types::Summary;
 
@@ -34,8 +34,8 @@ pub fn only_cpu_and_memory(mut s: Summary) -> Summary {
 }
 
 /// `GET /stats/summary[?only_cpu_and_memory=true]`.
-pub async fn summary(api: &ApiState, query: &HashMap<String, String>) -> Resp {
-    let Some(provider) = &api.stats else {
+pub async fn summary(stats: Option<&StatsProvider>, query: &HashMap<String, String>) -> Resp {
+    let Some(provider) = stats else {
         return not_found();
     };
     let only = match query.get("only_cpu_and_memory").map(String::as_str) {
@@ -65,8 +65,8 @@ pub async fn summary(api: &ApiState, query: &HashMap<String, String>) -> Resp {
 }
 
 /// `GET /metrics/resource`: always 200; a failed collection is `scrape_error 1`.
-pub async fn resource(api: &ApiState) -> Resp {
-    let Some(provider) = &api.stats else {
+pub async fn resource(stats: Option<&StatsProvider>) -> Resp {
+    let Some(provider) = stats else {
         return not_found();
     };
     let collected = provider.collect().await;
@@ -78,8 +78,8 @@ pub async fn resource(api: &ApiState) -> Resp {
 }
 
 /// `GET /metrics/cadvisor`.
-pub async fn cadvisor(api: &ApiState) -> Resp {
-    let Some(provider) = &api.stats else {
+pub async fn cadvisor(stats: Option<&StatsProvider>) -> Resp {
+    let Some(provider) = stats else {
         return not_found();
     };
     match provider.collect().await {
