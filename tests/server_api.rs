@@ -347,6 +347,8 @@ fn metrics_parse_and_carry_upstream_names() {
         let node = node_with_api(None);
         let addr = api_addr(&node).await;
         web_pod(&node, "sleep 3600").await;
+        // At least two relists (1 s period), so an interval was observed.
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
         let (code, text) = get(addr, "/metrics").await;
         assert_eq!(code, 200);
         let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
@@ -398,6 +400,18 @@ fn metrics_parse_and_carry_upstream_names() {
                 assert!(buckets.last().is_some_and(|b| b.count >= 1.0), "{buckets:?}")
             }
             other => panic!("relist duration is not a histogram: {other:?}"),
+        }
+        // The PLEG relists every second: after a few, intervals are observed too.
+        let intervals = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == "kubelet_pleg_relist_interval_seconds")
+            .unwrap_or_else(|| panic!("no relist interval histogram in\n{text}"));
+        match &intervals.value {
+            prometheus_parse::Value::Histogram(buckets) => {
+                assert!(buckets.last().is_some_and(|b| b.count >= 1.0), "{buckets:?}")
+            }
+            other => panic!("relist interval is not a histogram: {other:?}"),
         }
         assert!(
             text.contains("kubelet_runtime_operations_duration_seconds_bucket{"),

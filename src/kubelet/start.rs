@@ -271,7 +271,9 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     });
 
     let heartbeat = SyncLoopHeartbeat::default();
-    let pleg_health = PlegHealthHandle::default().with_relist_histogram(metrics.pleg_relist());
+    let pleg_health = PlegHealthHandle::default()
+        .with_relist_histogram(metrics.pleg_relist())
+        .with_relist_interval_histogram(metrics.pleg_relist_interval());
     let (health_tx, health_rx) = RuntimeHealth::channel();
 
     // runtime-health

@@ -40,6 +40,8 @@ pub struct PlegHealthHandle {
     last: Arc<Mutex<Option<(Instant, Duration)>>>,
     /// `kubelet_pleg_relist_duration_seconds`.
     relist_seconds: prometheus_client::metrics::histogram::Histogram,
+    /// `kubelet_pleg_relist_interval_seconds`: from one relist's start to the next's.
+    relist_interval: prometheus_client::metrics::histogram::Histogram,
 }
 
 impl Default for PlegHealthHandle {
@@ -47,6 +49,7 @@ impl Default for PlegHealthHandle {
         Self {
             last: Arc::default(),
             relist_seconds: crate::server::metrics::default_buckets(),
+            relist_interval: crate::server::metrics::default_buckets(),
         }
     }
 }
@@ -58,6 +61,15 @@ impl PlegHealthHandle {
         self
     }
 
+    /// Observes the intervals between relist starts into `histogram`.
+    pub fn with_relist_interval_histogram(
+        mut self,
+        histogram: prometheus_client::metrics::histogram::Histogram,
+    ) -> Self {
+        self.relist_interval = histogram;
+        self
+    }
+
     /// When the last relist finished and how long it took.
     pub fn last_relist(&self) -> Option<(Instant, Duration)> {
         *self.last.lock().unwrap_or_else(|e| e.into_inner())
@@ -65,7 +77,14 @@ impl PlegHealthHandle {
 
     fn record(&self, finished: Instant, took: Duration) {
         self.relist_seconds.observe(took.as_secs_f64());
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((finished, took));
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((prev_finished, prev_took)) = *last {
+            let started = finished.checked_sub(took).unwrap_or(finished);
+            let prev_started = prev_finished.checked_sub(prev_took).unwrap_or(prev_finished);
+            let interval = started.saturating_duration_since(prev_started);
+            self.relist_interval.observe(interval.as_secs_f64());
+        }
+        *last = Some((finished, took));
     }
 
     /// `Ok` while a relist finished within [`RELIST_THRESHOLD`] of `now`

@@ -5,7 +5,8 @@
 //!   `operation_type`, upstream's spelling: `run_podsandbox`,
 //!   `update_container`, …) from [`InstrumentedRuntime`], which every CRI
 //!   call of the node goes through;
-//! - `kubelet_pleg_relist_duration_seconds`, observed by the PLEG;
+//! - `kubelet_pleg_relist_duration_seconds` and
+//!   `kubelet_pleg_relist_interval_seconds`, observed by the PLEG;
 //! - the pod start and pod worker histograms ([`super::pod_metrics`]);
 //! - client-go's `rest_client_requests_total` and
 //!   `rest_client_request_duration_seconds` of the API clients
@@ -70,6 +71,7 @@ pub struct KubeletMetrics {
     errors: Family<Labels, Counter>,
     durations: Family<Labels, Histogram, fn() -> Histogram>,
     pleg_relist: Histogram,
+    pleg_interval: Histogram,
     pods: Arc<super::pod_metrics::PodMetrics>,
 }
 
@@ -107,6 +109,12 @@ impl KubeletMetrics {
             "Duration in seconds for relisting pods in PLEG.",
             pleg_relist.clone(),
         );
+        let pleg_interval = default_buckets();
+        registry.register(
+            "kubelet_pleg_relist_interval_seconds",
+            "Interval in seconds between relisting in PLEG.",
+            pleg_interval.clone(),
+        );
         let pods = super::pod_metrics::PodMetrics::register(&mut registry);
         let rest = crate::cluster::rest_client_metrics();
         registry.register(
@@ -125,6 +133,7 @@ impl KubeletMetrics {
             errors,
             durations,
             pleg_relist,
+            pleg_interval,
             pods,
         })
     }
@@ -137,6 +146,11 @@ impl KubeletMetrics {
     /// The PLEG's relist histogram (give it to the PLEG's health handle).
     pub fn pleg_relist(&self) -> Histogram {
         self.pleg_relist.clone()
+    }
+
+    /// The PLEG's relist interval histogram (give it to the PLEG's health handle).
+    pub fn pleg_relist_interval(&self) -> Histogram {
+        self.pleg_interval.clone()
     }
 
     /// Adds the scrape-time metrics read from `cache` and the tree.
