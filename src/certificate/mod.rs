@@ -1,7 +1,9 @@
 //! The kubelet's certificates (upstream `pkg/kubelet/certificate` and
 //! `client-go/util/certificate`): TLS bootstrap of the client certificate
-//! ([`bootstrap`]), the CSR ([`csr`], [`request`]), the files in
-//! `--cert-dir` ([`store`]) and when to renew ([`rotation`]).
+//! ([`bootstrap`](crate::certificate::bootstrap)), the CSR
+//! ([`csr`](crate::certificate::csr), [`request`](crate::certificate::request)),
+//! the files in `--cert-dir` ([`store`](crate::certificate::store)) and when
+//! to renew ([`rotation`](crate::certificate::rotation)).
 
 pub mod bootstrap;
 pub mod csr;
