@@ -57,7 +57,9 @@ spec:
         }
     ));
 
-    // poll until the container has been sampled twice (a rate exists)
+    // poll until the container has been sampled twice (a rate exists: containerd
+    // answers usageNanoCores 0 until it has two samples of its own, and upstream
+    // passes a runtime's value through as it is)
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let (summary, pod) = loop {
         let (code, body) = get(addr, "/stats/summary").await;
@@ -70,7 +72,9 @@ spec:
             .find(|p| p["podRef"]["name"] == pod_name.as_str())
             .cloned();
         if let Some(p) = &pod
-            && p["containers"][0]["cpu"]["usageNanoCores"].as_u64().is_some()
+            && p["containers"][0]["cpu"]["usageNanoCores"]
+                .as_u64()
+                .is_some_and(|n| n > 0)
         {
             break (s, pod.unwrap());
         }
