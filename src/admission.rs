@@ -37,11 +37,33 @@ pub struct Rejection {
     pub message: String,
 }
 
+/// What upstream's `rejectPod` puts before the reason in the pod's status.
+const REJECTED: &str = "Pod was rejected: ";
+
+impl Rejection {
+    /// A rejection whose status message is `Pod was rejected: <message>`.
+    pub fn new(reason: &str, message: impl std::fmt::Display) -> Self {
+        Self {
+            reason: reason.into(),
+            message: format!("{REJECTED}{message}"),
+        }
+    }
+
+    /// The message without the status prefix, as upstream's `rejectPod`
+    /// records it in the Warning event.
+    ///
+    /// ```
+    /// let r = actlet::admission::Rejection::new("OutOfcpu", "Node didn't have enough resource: cpu");
+    /// assert_eq!(r.message, "Pod was rejected: Node didn't have enough resource: cpu");
+    /// assert_eq!(r.event_message(), "Node didn't have enough resource: cpu");
+    /// ```
+    pub fn event_message(&self) -> &str {
+        self.message.strip_prefix(REJECTED).unwrap_or(&self.message)
+    }
+}
+
 fn reject(reason: &str, message: String) -> Result<(), Rejection> {
-    Err(Rejection {
-        reason: reason.into(),
-        message: format!("Pod was rejected: {message}"),
-    })
+    Err(Rejection::new(reason, message))
 }
 
 /// Upstream `rejectPodAdmissionBasedOnSupplementalGroupsPolicy`: a pod asking

@@ -419,3 +419,53 @@ fn metrics_parse_and_carry_upstream_names() {
         );
     });
 }
+
+/// The read-only server is a supervised actor: killed mid-flight, it is
+/// rebuilt (binding again), serves pods and stats again, and the node does
+/// not notice (the pod keeps running, no other actor restarts).
+#[test]
+fn read_only_server_restart_goes_unnoticed() {
+    TestSystem::real_time().block_on(async {
+        let node = node_with_api(None);
+        web_pod(&node, "sleep 3600").await;
+        let first = node.kubelet().read_only_addrs.get()[0];
+        node.kubelet()
+            .root
+            .addr()
+            .send(actlet::actors::supervisor::KillChild("read-only".into()))
+            .await
+            .expect("root reachable")
+            .unwrap_or_else(|e| panic!("kill read-only: {e}"));
+        let tree = node.kubelet().tree().clone();
+        let rebuilt = || {
+            tree.get("root/read-only")
+                .is_some_and(|c| c.restarts == 1 && c.state == actlet::actors::supervisor::ChildState::Running)
+        };
+        wait_until(rebuilt, Duration::from_secs(30)).await.unwrap();
+        // Bound again (port 0: possibly another port than the first
+        // instance had); the address is published once the new one listens.
+        let plain = reqwest::Client::new();
+        let mut answered = None;
+        for _ in 0..100 {
+            let ro = node.kubelet().read_only_addrs.get()[0];
+            if let Ok(r) = plain.get(format!("http://{ro}/stats/summary")).send().await {
+                answered = Some((ro, r.status().as_u16()));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (ro, code) = answered.unwrap_or_else(|| panic!("the read-only port never came back (was {first})"));
+        assert_eq!(code, 200);
+        let pods = plain.get(format!("http://{ro}/pods")).send().await.unwrap();
+        assert!(pods.text().await.unwrap().contains("\"web\""));
+        let others: Vec<_> = tree
+            .snapshot()
+            .into_iter()
+            .filter(|c| c.path != "root/read-only" && c.restarts > 0)
+            .collect();
+        assert!(others.is_empty(), "{others:?}");
+        let status = node.status("default", "web").unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(status.container_statuses.unwrap()[0].restart_count, 0);
+    });
+}

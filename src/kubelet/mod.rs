@@ -10,6 +10,7 @@ mod config;
 mod extensions;
 mod handle;
 mod node_facts;
+mod servers;
 mod start;
 
 pub use config::{ConfigError, KubeletConfig, WallClock};

@@ -37,7 +37,7 @@ use super::extensions::Extensions;
 use super::handle::Kubelet;
 use super::node_facts::{NodeFacts, detect_node_ip};
 use crate::actors::supervisor::{
-    ChildRef, ChildSpec, Criticality, RestartBackoff, RestartPolicy, Strategy, SupervisedRecipient, SupervisorSpec,
+    ChildRef, ChildSpec, Criticality, RestartBackoff, Strategy, SupervisedRecipient, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
 use crate::cluster::node::status::HARD_EVICTION_MEMORY;
@@ -56,9 +56,8 @@ use crate::pod_manager::PodManager;
 use crate::pod_workers::{PodSyncStatuses, PodWorkers, WorkerDeps};
 use crate::quantity::ParsedQuantity;
 use crate::runtime_health::RuntimeHealth;
-use crate::server::actor::Routes;
 use crate::server::routes::sync_loop_threshold;
-use crate::server::{HealthState, HttpServer, ReadOnlyStats, ServerAddrs, ServerState};
+use crate::server::{HealthState, ServerState};
 use crate::status::{StatusCache, StatusManager};
 use crate::sync_loop::{SyncLoop, SyncLoopHeartbeat, SyncLoopState};
 
@@ -557,67 +556,18 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         health: health.clone(),
         manifest_errors: manifest_errors.clone(),
     };
-    let (read_only_addrs, healthz_addrs) = (ServerAddrs::default(), ServerAddrs::default());
-    // The stats provider (and its CPU sample cache) outlives restarts of
-    // the servers: the read-only port and 10250 share it.
-    let stats = crate::stats::StatsProvider::new(
-        crate::stats::StatsSettings {
-            node_name: config.node_name.clone(),
-            root_dir: config.root_dir.clone(),
-            pod_logs_dir: config.pod_logs_dir.clone(),
-            proc_root: "/proc".into(),
-            cgroup_mount: config.cgroups.cgroup_mount.clone(),
-        },
-        runtime.clone(),
-        pods.clone(),
-        Some(cm.handle.clone()),
-        crate::stats::CpuUsageCache::default(),
-    );
-    if let Some(addr) = config.healthz_addr {
-        let (st, b) = (state.clone(), healthz_addrs.clone());
-        root = root.child(
-            ChildSpec::new("healthz", move || {
-                HttpServer::new("healthz", addr, Routes::Healthz, st.clone(), b.clone())
-            })
-            .restart(RestartPolicy::Permanent)
-            .criticality(Criticality::NonCritical)
-            .backoff(SERVER_RETRY),
-        );
-    }
-    if let Some(addr) = config.read_only_addr {
-        let (st, b) = (state.clone(), read_only_addrs.clone());
-        let extras = ReadOnlyStats {
-            stats: stats.clone(),
-            metrics: metrics.clone(),
-        };
-        root = root.child(
-            ChildSpec::new("read-only", move || {
-                HttpServer::new("read-only", addr, Routes::ReadOnly, st.clone(), b.clone()).with_stats(extras.clone())
-            })
-            .criticality(Criticality::NonCritical)
-            .backoff(SERVER_RETRY),
-        );
-    }
-    let api_addrs = ServerAddrs::default();
     let tree_cell: Arc<OnceLock<crate::actors::supervisor::SupervisionTree>> = Arc::default();
-    if let Some(addr) = config.server_addr {
-        root = root.child(super::api_server::child(
-            addr,
-            &config,
-            node_ip.clone(),
-            &facts,
-            (
-                state.clone(),
-                runtime.clone(),
-                cache.clone(),
-                tree_cell.clone(),
-                metrics.clone(),
-                stats.clone(),
-            ),
-            ext.api_client.clone(),
-            api_addrs.clone(),
-        )?);
-    }
+    let inputs = super::servers::ServerInputs {
+        state,
+        runtime: runtime.clone(),
+        cache: cache.clone(),
+        cgroups: cm.handle.clone(),
+        metrics: metrics.clone(),
+        tree: tree_cell.clone(),
+        node_ip: node_ip.clone(),
+        api_client: ext.api_client.clone(),
+    };
+    let (root, bound) = super::servers::add_servers(root, &config, &facts, inputs)?;
     metrics.attach(&config.node_name, cache.clone(), tree_cell.clone());
     let root = root.start_root();
     let _ = tree_cell.set(root.tree().clone());
@@ -628,9 +578,9 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         statuses,
         cache,
         runtime_health: health_rx,
-        read_only_addrs,
-        healthz_addrs,
-        api_addrs,
+        read_only_addrs: bound.read_only,
+        healthz_addrs: bound.healthz,
+        api_addrs: bound.api,
         health,
         pod_config: pc_ref.recipient(),
         manifest_errors,

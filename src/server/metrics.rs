@@ -27,7 +27,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::actors::supervisor::SupervisionTree;
+use crate::actors::supervisor::{MailboxDepth, SupervisionTree};
 use crate::cri::runtime::cri_calls;
 use crate::cri::v1::*;
 use crate::cri::{CriResult, Runtime, SharedRuntime};
@@ -35,6 +35,9 @@ use crate::kuberuntime::pod_status::{ContainerState, SandboxState};
 use crate::pleg::PodCache;
 
 type Labels = Vec<(String, String)>;
+
+/// A per-actor mailbox gauge: name, help, and what it reads.
+type MailboxGauge = (&'static str, &'static str, fn(MailboxDepth) -> usize);
 
 fn operation_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.5, 14))
@@ -276,8 +279,7 @@ impl Collector for ScrapeTime {
         ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
 
         if let Some(tree) = self.tree.get() {
-            let mut children = tree.snapshot();
-            children.sort_by(|a, b| a.path.cmp(&b.path));
+            let children = tree.snapshot(); // sorted by path
             let mut family = encoder.encode_descriptor(
                 "actlet_actor_restarts",
                 "Restarts of each supervised actor (under its current supervisor instance).",
@@ -288,28 +290,26 @@ impl Collector for ScrapeTime {
                 let labels = [("actor", c.path.as_str())];
                 ConstCounter::new(c.restarts).encode(family.encode_family(&labels)?)?;
             }
-            let mut family = encoder.encode_descriptor(
-                "actlet_actor_mailbox_depth",
-                "Messages waiting in each supervised actor's mailbox.",
-                None,
-                prometheus_client::metrics::MetricType::Gauge,
-            )?;
-            for c in &children {
-                if let Some(m) = c.mailbox {
-                    let labels = [("actor", c.path.as_str())];
-                    ConstGauge::new(m.queued as i64).encode(family.encode_family(&labels)?)?;
-                }
-            }
-            let mut family = encoder.encode_descriptor(
-                "actlet_actor_mailbox_capacity",
-                "Capacity of each supervised actor's mailbox.",
-                None,
-                prometheus_client::metrics::MetricType::Gauge,
-            )?;
-            for c in &children {
-                if let Some(m) = c.mailbox {
-                    let labels = [("actor", c.path.as_str())];
-                    ConstGauge::new(m.capacity as i64).encode(family.encode_family(&labels)?)?;
+            let mailbox: [MailboxGauge; 2] = [
+                (
+                    "actlet_actor_mailbox_depth",
+                    "Messages waiting in each supervised actor's mailbox.",
+                    |m| m.queued,
+                ),
+                (
+                    "actlet_actor_mailbox_capacity",
+                    "Capacity of each supervised actor's mailbox.",
+                    |m| m.capacity,
+                ),
+            ];
+            for (name, help, value) in mailbox {
+                let gauge = prometheus_client::metrics::MetricType::Gauge;
+                let mut family = encoder.encode_descriptor(name, help, None, gauge)?;
+                for c in &children {
+                    if let Some(m) = c.mailbox {
+                        let labels = [("actor", c.path.as_str())];
+                        ConstGauge::new(value(m) as i64).encode(family.encode_family(&labels)?)?;
+                    }
                 }
             }
         }

@@ -234,17 +234,9 @@ impl StatsProvider {
             };
             let pref = pod_ref(b.metadata.as_ref());
             let name = c.metadata.as_ref().map(|m| m.name.clone()).unwrap_or_default();
-            let ps = pods.entry(b.id.as_str()).or_insert_with(|| PodStats {
-                pod_ref: pref.clone(),
-                start_time: time(b.created_at),
-                containers: Vec::new(),
-                cpu: None,
-                memory: None,
-                network: None,
-                volume_stats: Vec::new(),
-                ephemeral_storage: None,
-                process_stats: None,
-            });
+            let ps = pods
+                .entry(b.id.as_str())
+                .or_insert_with(|| PodStats::empty(pref.clone(), time(b.created_at)));
             let rootfs = st.writable_layer.as_ref().map(|w| {
                 let info = w
                     .fs_id
@@ -283,17 +275,8 @@ impl StatsProvider {
         }
         // pods with no running container still count (a ready sandbox)
         for b in ready.values() {
-            pods.entry(b.id.as_str()).or_insert_with(|| PodStats {
-                pod_ref: pod_ref(b.metadata.as_ref()),
-                start_time: time(b.created_at),
-                containers: Vec::new(),
-                cpu: None,
-                memory: None,
-                network: None,
-                volume_stats: Vec::new(),
-                ephemeral_storage: None,
-                process_stats: None,
-            });
+            pods.entry(b.id.as_str())
+                .or_insert_with(|| PodStats::empty(pod_ref(b.metadata.as_ref()), time(b.created_at)));
         }
         let mut pods: Vec<(&str, PodStats)> = pods.into_iter().collect();
         for (sandbox_id, ps) in &mut pods {

@@ -105,6 +105,23 @@ pub struct PodStats {
     pub process_stats: Option<ProcessStats>,
 }
 
+impl PodStats {
+    /// A pod with nothing measured yet: its reference and start time only.
+    pub fn empty(pod_ref: PodReference, start_time: Time) -> Self {
+        Self {
+            pod_ref,
+            start_time,
+            containers: Vec::new(),
+            cpu: None,
+            memory: None,
+            network: None,
+            volume_stats: Vec::new(),
+            ephemeral_storage: None,
+            process_stats: None,
+        }
+    }
+}
+
 /// `ContainerStats`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

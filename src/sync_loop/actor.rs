@@ -195,10 +195,9 @@ impl SyncLoop {
         // Upstream's admit handlers run the sysctl allowlist before the
         // resource predicates.
         if let Some(sysctls) = &self.sysctls {
-            sysctls.admit(pod).map_err(|(reason, message)| Rejection {
-                reason: reason.to_string(),
-                message: format!("Pod was rejected: {message}"),
-            })?;
+            sysctls
+                .admit(pod)
+                .map_err(|(reason, message)| Rejection::new(reason, message))?;
         }
         admit_supplemental_groups_policy(pod, self.health.borrow().features)?;
         let uid = pod_uid(pod);
@@ -418,9 +417,13 @@ impl Handler<PodUpdate> for SyncLoop {
             {
                 tracing::warn!(pod = %crate::pod_manager::format_pod(&w.pod), reason = %r.reason, message = %r.message, "pod rejected by admission");
                 // Upstream `rejectPod`: a Warning event with the bare message.
-                let bare = r.message.strip_prefix("Pod was rejected: ").unwrap_or(&r.message);
-                self.events
-                    .pod_event(&w.pod, None, EventType::Warning, &r.reason, bare.to_string());
+                self.events.pod_event(
+                    &w.pod,
+                    None,
+                    EventType::Warning,
+                    &r.reason,
+                    r.event_message().to_string(),
+                );
                 self.state.lock().rejected.insert(pod_uid(&w.pod));
                 let status = KillStatus {
                     phase: "Failed".into(),

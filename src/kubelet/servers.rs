@@ -1,0 +1,119 @@
+//! The HTTP children [`start_with`](super::start_with) adds: `healthz`,
+//! `read-only` and the authenticated `kubelet-api` (10250), each when its
+//! address is configured, with the stats provider they share.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+
+use super::config::KubeletConfig;
+use super::node_facts::NodeFacts;
+use super::start::SERVER_RETRY;
+use crate::actors::supervisor::{ChildSpec, Criticality, RestartPolicy, SupervisionTree, SupervisorSpec};
+use crate::cri::SharedRuntime;
+use crate::pleg::PodCache;
+use crate::server::actor::Routes;
+use crate::server::metrics::KubeletMetrics;
+use crate::server::secure::ApiServerError;
+use crate::server::{HttpServer, ReadOnlyStats, ServerAddrs, ServerState};
+use crate::stats::{CpuUsageCache, StatsProvider, StatsSettings};
+
+/// What the servers read.
+pub(super) struct ServerInputs {
+    /// `/pods` and `/healthz`.
+    pub state: ServerState,
+    /// The container runtime.
+    pub runtime: SharedRuntime,
+    /// Runtime pod statuses.
+    pub cache: PodCache,
+    /// The pod cgroups (stats fallback).
+    pub cgroups: crate::cm::ContainerManager,
+    /// `/metrics`.
+    pub metrics: Arc<KubeletMetrics>,
+    /// The tree, once started (`/debug/actors`, actor metrics).
+    pub tree: Arc<OnceLock<SupervisionTree>>,
+    /// The node's IP (serving certificate).
+    pub node_ip: Option<String>,
+    /// TokenReview and SubjectAccessReview client (cluster mode).
+    pub api_client: Option<kube::Client>,
+}
+
+/// The addresses each server bound (empty until bound, or when off).
+pub(super) struct BoundServers {
+    /// `--healthz-port`.
+    pub healthz: ServerAddrs,
+    /// `--read-only-port`.
+    pub read_only: ServerAddrs,
+    /// `--port` (10250).
+    pub api: ServerAddrs,
+}
+
+/// Adds the configured servers to `root`; fails when the 10250 server's
+/// certificate or auth settings are unusable.
+pub(super) fn add_servers(
+    mut root: SupervisorSpec,
+    config: &KubeletConfig,
+    facts: &NodeFacts,
+    inputs: ServerInputs,
+) -> Result<(SupervisorSpec, BoundServers), ApiServerError> {
+    let bound = BoundServers {
+        healthz: ServerAddrs::default(),
+        read_only: ServerAddrs::default(),
+        api: ServerAddrs::default(),
+    };
+    // The stats provider (and its CPU sample cache) outlives restarts of
+    // the servers: the read-only port and 10250 share it.
+    let stats = StatsProvider::new(
+        StatsSettings {
+            node_name: config.node_name.clone(),
+            root_dir: config.root_dir.clone(),
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            proc_root: "/proc".into(),
+            cgroup_mount: config.cgroups.cgroup_mount.clone(),
+        },
+        inputs.runtime.clone(),
+        inputs.state.pods.clone(),
+        Some(inputs.cgroups),
+        CpuUsageCache::default(),
+    );
+    let server = |name: &'static str, addr: SocketAddr, routes: Routes, b: &ServerAddrs| {
+        let (st, b) = (inputs.state.clone(), b.clone());
+        let extras = (routes == Routes::ReadOnly).then(|| ReadOnlyStats {
+            stats: stats.clone(),
+            metrics: inputs.metrics.clone(),
+        });
+        ChildSpec::new(name, move || {
+            let server = HttpServer::new(name, addr, routes, st.clone(), b.clone());
+            match &extras {
+                Some(extras) => server.with_stats(extras.clone()),
+                None => server,
+            }
+        })
+        .criticality(Criticality::NonCritical)
+        .backoff(SERVER_RETRY)
+    };
+    if let Some(addr) = config.healthz_addr {
+        root = root.child(server("healthz", addr, Routes::Healthz, &bound.healthz).restart(RestartPolicy::Permanent));
+    }
+    if let Some(addr) = config.read_only_addr {
+        root = root.child(server("read-only", addr, Routes::ReadOnly, &bound.read_only));
+    }
+    if let Some(addr) = config.server_addr {
+        root = root.child(super::api_server::child(
+            addr,
+            config,
+            inputs.node_ip,
+            facts,
+            (
+                inputs.state,
+                inputs.runtime,
+                inputs.cache,
+                inputs.tree,
+                inputs.metrics,
+                stats,
+            ),
+            inputs.api_client,
+            bound.api.clone(),
+        )?);
+    }
+    Ok((root, bound))
+}
