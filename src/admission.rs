@@ -2,19 +2,30 @@
 //! kubelet's general predicates): may this node run a new pod next to the
 //! pods it already runs? Pure; the sync loop calls it for every added pod.
 //!
-//! Checks, in upstream order: node name, node selector, host ports, then
-//! resources (pods, cpu, memory) against allocatable. A rejected pod is set
-//! to phase `Failed` with the reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`,
-//! `NodeName`, `NodeAffinity`, `NodePorts`) and never started.
+//! Checks, in upstream `AdmissionCheck`'s order: resources (pods, cpu,
+//! memory, and any other resource the node lists in allocatable, e.g.
+//! extended resources; ones the node does not list are ignored, as upstream
+//! `removeMissingExtendedResources`), node selector and required node
+//! affinity, node name, host ports. The effective request is upstream
+//! `resourcehelper.PodRequests`: containers plus sidecars (restartable init
+//! containers), the largest init step, pod-level `spec.resources` for cpu
+//! and memory, plus the pod overhead. A rejected pod is set to phase
+//! `Failed` with upstream's reason (`OutOfcpu`, `OutOfmemory`,
+//! `OutOf<resource>`, `OutOfpods`, `NodeAffinity`, `NodeName`, `NodePorts`)
+//! and message, and never started.
+//!
+//! Not checked yet: the node's `NoExecute` taints for API pods (actlet does
+//! not watch its Node's taints).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use crate::quantity::ParsedQuantity;
+use crate::scheduling_predicates::required_affinity_matches;
 
 /// What this node can give to pods.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeAllocatable {
     /// The node name.
     pub node_name: String,
@@ -26,6 +37,10 @@ pub struct NodeAllocatable {
     pub memory_bytes: i64,
     /// `maxPods`.
     pub pods: i64,
+    /// Other allocatable resources (extended resources, hugepages,
+    /// ephemeral-storage) in units; only these are checked besides cpu,
+    /// memory and pods.
+    pub other: BTreeMap<String, i64>,
 }
 
 /// Why a pod was rejected.
@@ -113,19 +128,70 @@ fn request(c: &Container, resource: &str) -> Option<ParsedQuantity> {
     ParsedQuantity::from_quantity(q).ok()
 }
 
-/// The pod's effective request of `resource` (upstream: max of the sum over
-/// regular containers and of any single init container), in milli-units for
-/// cpu and units otherwise.
+fn is_sidecar(c: &Container) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+/// The pod's effective request of `resource` (upstream
+/// `resourcehelper.PodRequests`): the sum over regular containers and
+/// sidecars, or the largest init step (an init container plus the sidecars
+/// started before it) when larger, plus `spec.overhead`; for cpu and memory,
+/// pod-level `spec.resources` (KEP-2837) replaces the aggregate where set.
+/// In milli-units for cpu and units otherwise.
+///
+/// ```
+/// let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({"spec": {
+///     "resources": {"requests": {"cpu": "2"}},
+///     "overhead": {"cpu": "250m"},
+///     "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "example.com/gpu": "1"}}}]
+/// }})).unwrap();
+/// assert_eq!(actlet::admission::pod_request(&pod, "cpu"), 2250);
+/// assert_eq!(actlet::admission::pod_request(&pod, "example.com/gpu"), 1);
+/// ```
 pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
+    match resource {
+        "cpu" => return crate::cm::resources::pod_requests(pod).cpu_milli.unwrap_or(0),
+        "memory" => return crate::cm::resources::pod_requests(pod).memory.unwrap_or(0),
+        _ => {}
+    }
     let Some(spec) = &pod.spec else { return 0 };
-    let amount = |c: &Container| match (resource, request(c, resource)) {
-        ("cpu", Some(q)) => q.milli_value(),
-        (_, Some(q)) => q.value(),
-        (_, None) => 0,
-    };
-    let sum: i64 = spec.containers.iter().map(amount).sum();
-    let init = spec.init_containers.iter().flatten().map(amount).max().unwrap_or(0);
-    sum.max(init)
+    let to_units = |q: ParsedQuantity| q.value();
+    let amount = |c: &Container| request(c, resource).map_or(0, to_units);
+    let mut sum: i64 = spec.containers.iter().map(amount).sum();
+    let (mut sidecars, mut init) = (0i64, 0i64);
+    for c in spec.init_containers.iter().flatten() {
+        if is_sidecar(c) {
+            sum += amount(c);
+            sidecars += amount(c);
+            init = init.max(sidecars);
+        } else {
+            init = init.max(amount(c) + sidecars);
+        }
+    }
+    let overhead = spec
+        .overhead
+        .as_ref()
+        .and_then(|o| o.get(resource))
+        .and_then(|q| ParsedQuantity::from_quantity(q).ok())
+        .map_or(0, to_units);
+    sum.max(init) + overhead
+}
+
+/// The resources `pod` requests besides cpu and memory (non-zero).
+fn other_requests(pod: &Pod) -> BTreeMap<String, i64> {
+    let names: std::collections::BTreeSet<&String> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
+        .filter_map(|c| c.resources.as_ref())
+        .flat_map(|r| r.requests.iter().chain(r.limits.iter()).flat_map(|m| m.keys()))
+        .filter(|n| *n != "cpu" && *n != "memory")
+        .collect();
+    names
+        .into_iter()
+        .map(|n| (n.clone(), pod_request(pod, n)))
+        .filter(|(_, v)| *v != 0)
+        .collect()
 }
 
 fn host_ports(pod: &Pod) -> Vec<(String, String, i32)> {
@@ -152,6 +218,7 @@ pub struct Usage {
     pods: i64,
     cpu_milli: i64,
     memory_bytes: i64,
+    other: BTreeMap<String, i64>,
     ports: Vec<(String, String, i32)>,
 }
 
@@ -170,6 +237,9 @@ impl Usage {
         self.pods += 1;
         self.cpu_milli += pod_request(pod, "cpu");
         self.memory_bytes += pod_request(pod, "memory");
+        for (name, v) in other_requests(pod) {
+            *self.other.entry(name).or_default() += v;
+        }
         self.ports.extend(host_ports(pod));
     }
 
@@ -178,6 +248,13 @@ impl Usage {
         self.pods -= 1;
         self.cpu_milli -= pod_request(pod, "cpu");
         self.memory_bytes -= pod_request(pod, "memory");
+        for (name, v) in other_requests(pod) {
+            let used = self.other.entry(name.clone()).or_default();
+            *used -= v;
+            if *used == 0 {
+                self.other.remove(&name);
+            }
+        }
         for hp in host_ports(pod) {
             if let Some(i) = self.ports.iter().position(|p| *p == hp) {
                 self.ports.swap_remove(i);
@@ -195,33 +272,9 @@ pub fn admit(pod: &Pod, active: &[&Pod], node: &NodeAllocatable) -> Result<(), R
 /// [`admit`] against precomputed usage.
 pub fn admit_with(pod: &Pod, usage: &Usage, node: &NodeAllocatable) -> Result<(), Rejection> {
     let spec = pod.spec.as_ref();
-    if let Some(name) = spec.and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
-        && name != node.node_name
-    {
-        return reject(
-            "NodeName",
-            format!("node name {name:?} does not match this node {:?}", node.node_name),
-        );
-    }
-    if let Some(sel) = spec.and_then(|s| s.node_selector.as_ref())
-        && let Some((k, v)) = sel.iter().find(|(k, v)| node.labels.get(*k) != Some(*v))
-    {
-        return reject(
-            "NodeAffinity",
-            format!("node didn't match Pod's node affinity/selector: {k}={v}"),
-        );
-    }
-    for (proto, ip, port) in host_ports(pod) {
-        let clash = usage.ports.iter().any(|(p2, ip2, port2)| {
-            *p2 == proto && *port2 == port && (ip == "0.0.0.0" || ip2 == "0.0.0.0" || *ip2 == ip)
-        });
-        if clash {
-            return reject(
-                "NodePorts",
-                format!("node didn't have free ports for the requested pod ports: {proto}/{port}"),
-            );
-        }
-    }
+    // Upstream `scheduler.AdmissionCheck`: resources (pods first), then
+    // node affinity (nodeSelector and required affinity), node name, host
+    // ports; the first failure is reported.
     if usage.pods + 1 > node.pods {
         return reject(
             "OutOfpods",
@@ -231,15 +284,30 @@ pub fn admit_with(pod: &Pod, usage: &Usage, node: &NodeAllocatable) -> Result<()
             ),
         );
     }
-    for (resource, capacity, used) in [
-        ("cpu", node.cpu_milli, usage.cpu_milli),
-        ("memory", node.memory_bytes, usage.memory_bytes),
-    ] {
-        let want = pod_request(pod, resource);
-        if want == 0 {
-            continue;
+    let mut checks = vec![
+        (
+            "cpu".to_string(),
+            node.cpu_milli,
+            usage.cpu_milli,
+            pod_request(pod, "cpu"),
+        ),
+        (
+            "memory".to_string(),
+            node.memory_bytes,
+            usage.memory_bytes,
+            pod_request(pod, "memory"),
+        ),
+    ];
+    // Extended resources the node does not list are cluster-level ones,
+    // ignored (upstream `removeMissingExtendedResources`).
+    for (name, want) in other_requests(pod) {
+        if let Some(capacity) = node.other.get(&name) {
+            let used = usage.other.get(&name).copied().unwrap_or(0);
+            checks.push((name, *capacity, used, want));
         }
-        if used + want > capacity {
+    }
+    for (resource, capacity, used, want) in checks {
+        if want != 0 && used + want > capacity {
             return reject(
                 &format!("OutOf{resource}"),
                 format!(
@@ -248,7 +316,36 @@ pub fn admit_with(pod: &Pod, usage: &Usage, node: &NodeAllocatable) -> Result<()
             );
         }
     }
+    let selector_matches = spec
+        .and_then(|s| s.node_selector.as_ref())
+        .is_none_or(|sel| sel.iter().all(|(k, v)| node.labels.get(k) == Some(v)));
+    if !selector_matches || !required_affinity_matches(pod, &node.node_name, &node.labels) {
+        return predicate_failure("NodeAffinity", "node(s) didn't match Pod's node affinity/selector");
+    }
+    if spec
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|name| !name.is_empty() && name != node.node_name)
+    {
+        return predicate_failure("NodeName", "node(s) didn't match the requested node name");
+    }
+    for (proto, ip, port) in host_ports(pod) {
+        let clash = usage.ports.iter().any(|(p2, ip2, port2)| {
+            *p2 == proto && *port2 == port && (ip == "0.0.0.0" || ip2 == "0.0.0.0" || *ip2 == ip)
+        });
+        if clash {
+            return predicate_failure(
+                "NodePorts",
+                "node(s) didn't have free ports for the requested pod ports",
+            );
+        }
+    }
     Ok(())
+}
+
+/// Upstream `PredicateFailureError`: reason = the predicate's name, message
+/// `Predicate <name> failed: <description>`.
+fn predicate_failure(name: &str, description: &str) -> Result<(), Rejection> {
+    reject(name, format!("Predicate {name} failed: {description}"))
 }
 
 #[cfg(test)]
@@ -266,6 +363,7 @@ mod tests {
             cpu_milli: 2000,
             memory_bytes: 1 << 30,
             pods: 3,
+            other: [("example.com/gpu".to_string(), 2)].into(),
         }
     }
 
@@ -319,6 +417,42 @@ mod tests {
         assert!(admit(&udp, &[&hp], &node()).is_ok());
     }
 
+    /// Upstream's messages, and its order: resources before the predicates.
+    #[test]
+    fn messages_and_order_are_upstreams() {
+        let sel = pod("spec: {nodeSelector: {disk: hdd}, containers: [{name: c, image: i}]}");
+        assert_eq!(
+            admit(&sel, &[], &node()).unwrap_err().event_message(),
+            "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+        );
+        let other = pod("spec: {nodeName: n2, containers: [{name: c, image: i}]}");
+        assert_eq!(
+            admit(&other, &[], &node()).unwrap_err().event_message(),
+            "Predicate NodeName failed: node(s) didn't match the requested node name"
+        );
+        let both = pod(
+            "spec: {nodeSelector: {disk: hdd}, containers: [{name: c, image: i, resources: {requests: {cpu: '9'}}}]}",
+        );
+        assert_eq!(admit(&both, &[], &node()).unwrap_err().reason, "OutOfcpu");
+    }
+
+    /// Pod-level resources (KEP-2837) replace the containers' sum.
+    #[test]
+    fn pod_level_requests_decide() {
+        let p = pod(
+            "spec: {resources: {requests: {cpu: '3'}}, containers: [{name: c, image: i, resources: {requests: {cpu: 100m}}}]}",
+        );
+        assert_eq!(pod_request(&p, "cpu"), 3000);
+        let r = admit(&p, &[], &node()).unwrap_err();
+        assert_eq!(
+            (r.reason.as_str(), r.message.as_str()),
+            (
+                "OutOfcpu",
+                "Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"
+            )
+        );
+    }
+
     #[test]
     fn usage_add_remove_round_trips() {
         let a = with_cpu("1500m");
@@ -330,5 +464,55 @@ mod tests {
         u.remove(&hp);
         u.remove(&a);
         assert_eq!(u, Usage::default());
+    }
+
+    #[test]
+    fn sidecars_and_overhead_count_in_the_effective_request() {
+        // Sidecar 100Mi runs beside the containers (300Mi) and the later
+        // init container (500Mi + 100Mi); overhead 10Mi on top.
+        let p = pod(
+            "spec: {overhead: {memory: 10Mi}, initContainers: [{name: s, image: i, restartPolicy: Always, resources: {requests: {memory: 100Mi}}}, {name: i, image: i, resources: {requests: {memory: 500Mi}}}], containers: [{name: c, image: i, resources: {requests: {memory: 300Mi}}}]}",
+        );
+        assert_eq!(pod_request(&p, "memory"), (600 + 10) << 20);
+        let p = pod(
+            "spec: {initContainers: [{name: s, image: i, restartPolicy: Always, resources: {requests: {cpu: 900m}}}], containers: [{name: c, image: i, resources: {requests: {cpu: 1200m}}}]}",
+        );
+        assert_eq!(pod_request(&p, "cpu"), 2100);
+        assert_eq!(admit(&p, &[], &node()).unwrap_err().reason, "OutOfcpu");
+    }
+
+    #[test]
+    fn extended_resources_listed_by_the_node_are_checked() {
+        let gpu = |n: u32| {
+            pod(&format!(
+                "spec: {{containers: [{{name: c, image: i, resources: {{limits: {{example.com/gpu: '{n}'}}}}}}]}}"
+            ))
+        };
+        let one = gpu(1);
+        assert!(admit(&one, &[], &node()).is_ok());
+        let r = admit(&gpu(2), &[&one], &node()).unwrap_err();
+        assert_eq!(r.reason, "OutOfexample.com/gpu");
+        assert!(
+            r.message.contains("requested: 2, used: 1, capacity: 2"),
+            "{}",
+            r.message
+        );
+        // Not listed by the node: a cluster-level resource, ignored.
+        let fpga = pod("spec: {containers: [{name: c, image: i, resources: {limits: {example.com/fpga: '9'}}}]}");
+        assert!(admit(&fpga, &[], &node()).is_ok());
+        let mut u = Usage::of([&one]);
+        u.remove(&one);
+        assert_eq!(u, Usage::default());
+    }
+
+    #[test]
+    fn required_node_affinity_is_checked() {
+        let want = |v: &str| {
+            pod(&format!(
+                "spec: {{affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: disk, operator: In, values: [{v}]}}]}}]}}}}}}, containers: [{{name: c, image: i}}]}}"
+            ))
+        };
+        assert!(admit(&want("ssd"), &[], &node()).is_ok());
+        assert_eq!(admit(&want("hdd"), &[], &node()).unwrap_err().reason, "NodeAffinity");
     }
 }

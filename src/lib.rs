@@ -46,6 +46,7 @@ pub mod cluster;
 pub mod cm;
 #[doc(hidden)]
 pub mod config;
+pub mod container_restart;
 pub mod cri;
 pub mod embed;
 pub mod events;
@@ -74,6 +75,8 @@ pub mod process;
 pub mod quantity;
 #[doc(hidden)]
 pub mod runtime_health;
+#[doc(hidden)]
+pub mod scheduling_predicates;
 #[doc(hidden)]
 pub mod server;
 pub mod stats;

@@ -51,22 +51,24 @@ pub const POD_SPEC: &[(&str, Support)] = &[
     ("hostPID", Honoured),
     ("hostUsers", Honoured), // reported by value below when false
     ("hostname", Honoured),
+    ("hostnameOverride", Honoured),
     ("imagePullSecrets", Honoured),
     ("initContainers", Honoured),
     ("nodeName", Honoured),
     ("nodeSelector", Honoured),
     ("os", NotKubelet),
-    ("overhead", NotYet),
+    ("overhead", Honoured), // cgroups and admission
     ("preemptionPolicy", NotKubelet),
     ("priority", NotKubelet),
     ("priorityClassName", NotKubelet),
     ("readinessGates", Honoured),
     ("resourceClaims", NotYet),
-    ("resources", NotYet),
+    ("resources", Honoured), // pod-level (KEP-2837): QoS, cgroups, admission
     ("restartPolicy", Honoured),
     ("runtimeClassName", NotYet),
     ("schedulerName", NotKubelet),
     ("schedulingGates", NotKubelet),
+    ("schedulingGroup", NotKubelet),
     ("securityContext", Honoured), // walked: POD_SECURITY_CONTEXT
     ("serviceAccount", Honoured),
     ("serviceAccountName", Honoured),
@@ -96,6 +98,7 @@ pub const CONTAINER: &[(&str, Support)] = &[
     ("resizePolicy", Honoured),
     ("resources", Honoured),
     ("restartPolicy", Honoured),
+    ("restartPolicyRules", Honoured),
     ("securityContext", Honoured), // walked: SECURITY_CONTEXT
     ("startupProbe", Honoured),
     ("stdin", Honoured),
@@ -327,6 +330,7 @@ mod tests {
             | "volumeMounts"
             | "volumeDevices"
             | "resizePolicy"
+            | "restartPolicyRules"
             | "hostAliases"
             | "imagePullSecrets"
             | "readinessGates"
@@ -340,6 +344,7 @@ mod tests {
             "nodeSelector" | "overhead" => json!({}),
             "dnsPolicy"
             | "hostname"
+            | "hostnameOverride"
             | "image"
             | "imagePullPolicy"
             | "name"

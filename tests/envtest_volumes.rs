@@ -90,7 +90,7 @@ fn projected_token_passes_a_token_review_and_config_map_edits_propagate_on_envte
 
         let review = TokenReview {
             spec: TokenReviewSpec {
-                token: Some(token),
+                token,
                 ..Default::default()
             },
             ..Default::default()

@@ -157,18 +157,17 @@ async fn kubectl_logs_through_the_api_server_and_tokens_via_token_review() {
     // a ServiceAccount token, straight to the kubelet: TokenReview says who, the SAR says no
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
     let tr = TokenRequest {
-        spec: TokenRequestSpec {
-            audiences: vec![],
+        spec: Some(TokenRequestSpec {
             expiration_seconds: Some(600),
             ..Default::default()
-        },
+        }),
         ..Default::default()
     };
     let tr: TokenRequest = sas
         .create_subresource("token", "default", &PostParams::default(), &tr)
         .await
         .unwrap();
-    let token = tr.status.unwrap().token;
+    let token = tr.status.unwrap().token.unwrap();
     let client = kubelet_api::https(None);
     let url = format!("https://127.0.0.1:{port}/pods");
     let resp = client.get(&url).bearer_auth(&token).send().await.unwrap();

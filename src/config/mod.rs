@@ -34,6 +34,7 @@ pub mod pod_defaults;
 pub mod static_pod;
 pub mod validate;
 pub mod validate_probes;
+pub mod validate_restart;
 
 pub use file_source::{FileSource, FileSourceConfig};
 pub use http_source::{HttpSource, HttpSourceConfig, HttpSourceError};

@@ -93,6 +93,7 @@ pub fn validate_static_pod(pod: &Pod) -> Result<(), FieldError> {
         validate_container(&path, container, &mut names)?;
         let is_init = path.starts_with("spec.initContainers");
         super::validate_probes::validate_probes_and_hooks(&path, container, is_init)?;
+        super::validate_restart::validate_container_restart(&path, container, is_init)?;
     }
     let policy = spec.restart_policy.as_deref().unwrap_or_default();
     if !RESTART_POLICIES.contains(&policy) {

@@ -130,6 +130,7 @@ fn node_allocatable(config: &KubeletConfig, facts: &NodeFacts) -> NodeAllocatabl
         cpu_milli: (facts.cpus * 1000 - reserved.cpu_milli).max(0),
         memory_bytes: (facts.memory_bytes - reserved.memory_bytes - HARD_EVICTION_MEMORY).max(0),
         pods: config.max_pods,
+        other: Default::default(),
     }
 }
 

@@ -34,7 +34,9 @@ pub use super::restart_rules::{
     InitProgress, RestartPolicy, find_next_init_container_to_run, is_init_container_failed,
     should_container_be_restarted,
 };
-use super::restart_rules::{container_succeeded, containers, init_containers, is_host_network};
+use super::restart_rules::{
+    any_container_restartable, containers, exited_for_good, init_containers, is_host_network, restarts_after_kill,
+};
 use super::sidecars::{compute_init_container_actions, has_sidecars};
 
 /// Probe results the actions depend on: containers (by CRI id) whose
@@ -202,15 +204,22 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
     let policy = RestartPolicy::of(pod);
 
     if create {
-        if policy == RestartPolicy::Never && attempt != 0 && !status.containers.is_empty() {
+        if policy == RestartPolicy::Never
+            && attempt != 0
+            && !status.containers.is_empty()
+            && !any_container_restartable(pod)
+        {
             // The pod is done; do not create a sandbox just to terminate it.
             changes.create_sandbox = false;
             return changes;
         }
+        // Containers that exited for good stay exited in the new sandbox
+        // (upstream: succeeded ones under OnFailure; per container with
+        // restart rules).
         let to_start: Vec<usize> = containers(pod)
             .iter()
             .enumerate()
-            .filter(|(_, c)| !(policy == RestartPolicy::OnFailure && container_succeeded(c, status)))
+            .filter(|(_, c)| !exited_for_good(c, pod, status))
             .map(|(i, _)| i)
             .collect();
         if to_start.is_empty() && find_next_init_container_to_run(pod, status).done {
@@ -267,7 +276,10 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
     let init = find_next_init_container_to_run(pod, status);
     if !sidecars && !init.done {
         if let Some(next) = init.next {
-            if init.failed.is_some() && policy == RestartPolicy::Never {
+            let failed_for_good = init_containers(pod)
+                .get(next)
+                .is_some_and(|c| init.failed.is_some() && !restarts_after_kill(c, pod));
+            if failed_for_good {
                 changes.kill_pod = true;
             } else {
                 if let Some(failed) = init.failed.filter(|s| s.state == ContainerState::Unknown) {
@@ -316,7 +328,7 @@ pub fn compute_pod_actions(pod: &Pod, status: &RuntimePodStatus, probes: &ProbeV
             }
             continue;
         };
-        let mut restart = policy != RestartPolicy::Never;
+        let mut restart = restarts_after_kill(container, pod);
         let (message, reason) = if cs.hash != container_hash(container) {
             restart = true;
             (

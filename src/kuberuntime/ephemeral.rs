@@ -55,6 +55,7 @@ pub fn as_container(ec: &EphemeralContainer) -> Container {
         resize_policy: ec.resize_policy,
         resources: ec.resources,
         restart_policy: ec.restart_policy,
+        restart_policy_rules: ec.restart_policy_rules,
         security_context: ec.security_context,
         startup_probe: ec.startup_probe,
         stdin: ec.stdin,

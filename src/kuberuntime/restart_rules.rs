@@ -4,6 +4,8 @@
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
+use crate::container_restart::{container_should_restart, is_container_restartable};
+
 use super::pod_status::{ContainerState, ContainerStatus, RuntimePodStatus};
 
 /// The pod's restart policy (`spec.restartPolicy`, default `Always`).
@@ -96,7 +98,8 @@ pub fn find_next_init_container_to_run<'a>(pod: &Pod, status: &'a RuntimePodStat
     progress(None, Some(0), false)
 }
 
-/// Upstream `ShouldContainerBeRestarted` for a container that is not running.
+/// Upstream `ShouldContainerBeRestarted` for a container that is not running
+/// (an exited one by its own or the pod's restart policy and rules).
 pub fn should_container_be_restarted(container: &Container, pod: &Pod, status: &RuntimePodStatus) -> bool {
     if pod.metadata.deletion_timestamp.is_some() {
         return false;
@@ -107,17 +110,36 @@ pub fn should_container_be_restarted(container: &Container, pod: &Pod, status: &
     match s.state {
         ContainerState::Running => false,
         ContainerState::Unknown | ContainerState::Created => true,
-        ContainerState::Exited => match RestartPolicy::of(pod) {
-            RestartPolicy::Never => false,
-            RestartPolicy::OnFailure => s.exit_code != 0,
-            RestartPolicy::Always => true,
+        ContainerState::Exited => match &pod.spec {
+            Some(spec) => container_should_restart(container, spec, s.exit_code),
+            None => true,
         },
     }
 }
 
-/// The container's newest instance exited 0 (and is not running).
-pub(crate) fn container_succeeded(c: &Container, status: &RuntimePodStatus) -> bool {
-    status
-        .find_container(&c.name)
-        .is_some_and(|s| s.state != ContainerState::Running && s.exit_code == 0)
+/// The container's newest instance exited and will not be started again
+/// (its exit code against its or the pod's restart policy and rules).
+pub(crate) fn exited_for_good(c: &Container, pod: &Pod, status: &RuntimePodStatus) -> bool {
+    let spec = pod.spec.as_ref();
+    status.find_container(&c.name).is_some_and(|s| {
+        s.state == ContainerState::Exited && spec.is_some_and(|spec| !container_should_restart(c, spec, s.exit_code))
+    })
+}
+
+/// Whether a container of the pod (killed while running, or an init
+/// container that failed) is started again: its own `restartPolicy`, else
+/// the pod's, is not `Never`.
+pub(crate) fn restarts_after_kill(c: &Container, pod: &Pod) -> bool {
+    match &pod.spec {
+        Some(spec) => crate::container_restart::restarts_after_kill(c, spec),
+        None => true,
+    }
+}
+
+/// Whether any regular container of the pod may ever run again (the pod's
+/// policy, or a container's own policy or rules).
+pub(crate) fn any_container_restartable(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .is_none_or(|spec| spec.containers.iter().any(|c| is_container_restartable(spec, c)))
 }

@@ -40,6 +40,9 @@ pub enum SandboxConfigError {
     /// `spec.subdomain` is not a DNS-1123 label.
     #[error("pod Subdomain {0:?} is not a valid DNS label")]
     InvalidSubdomain(String),
+    /// `spec.hostnameOverride` is not a DNS-1123 subdomain.
+    #[error("pod HostnameOverride {0:?} is not a valid DNS subdomain")]
+    InvalidHostnameOverride(String),
     /// The hostname is empty after truncation.
     #[error("hostname for pod {pod:?} was invalid: {hostname:?}")]
     EmptyHostname {
@@ -74,9 +77,17 @@ pub fn is_dns1123_label(s: &str) -> bool {
 }
 
 /// The pod's hostname and host domain (upstream `GeneratePodHostNameAndDomain`).
+/// `spec.hostnameOverride` (KEP-4762, `HostnameOverride` beta) is the
+/// hostname as it stands, with no domain.
 pub fn pod_hostname_and_domain(pod: &Pod, cluster_domain: &str) -> Result<(String, String), SandboxConfigError> {
     let name = pod.metadata.name.clone().unwrap_or_default();
     let spec = pod.spec.as_ref();
+    if let Some(h) = spec.and_then(|s| s.hostname_override.as_deref()) {
+        if !crate::config::validate::is_dns1123_subdomain(h) {
+            return Err(SandboxConfigError::InvalidHostnameOverride(h.into()));
+        }
+        return Ok((truncate_hostname(&name, h.to_string())?, String::new()));
+    }
     let mut hostname = name.clone();
     if let Some(h) = spec.and_then(|s| s.hostname.as_deref()).filter(|h| !h.is_empty()) {
         if !is_dns1123_label(h) {
@@ -84,18 +95,7 @@ pub fn pod_hostname_and_domain(pod: &Pod, cluster_domain: &str) -> Result<(Strin
         }
         hostname = h.to_string();
     }
-    if hostname.len() > HOSTNAME_MAX_LEN {
-        let cut = (0..=HOSTNAME_MAX_LEN)
-            .rev()
-            .find(|i| hostname.is_char_boundary(*i))
-            .unwrap_or(0);
-        let truncated = hostname[..cut].trim_end_matches(['-', '.']).to_string();
-        tracing::error!(pod = %name, truncated = %truncated, "hostname for pod was too long, truncated it");
-        if truncated.is_empty() {
-            return Err(SandboxConfigError::EmptyHostname { pod: name, hostname });
-        }
-        hostname = truncated;
-    }
+    let hostname = truncate_hostname(&name, hostname)?;
     let mut domain = String::new();
     if let Some(sub) = spec.and_then(|s| s.subdomain.as_deref()).filter(|s| !s.is_empty()) {
         if !is_dns1123_label(sub) {
@@ -105,6 +105,27 @@ pub fn pod_hostname_and_domain(pod: &Pod, cluster_domain: &str) -> Result<(Strin
         domain = format!("{sub}.{ns}.svc.{cluster_domain}");
     }
     Ok((hostname, domain))
+}
+
+/// Upstream `truncatePodHostnameIfNeeded`: at most 63 characters, no
+/// trailing `-` or `.`.
+fn truncate_hostname(name: &str, mut hostname: String) -> Result<String, SandboxConfigError> {
+    if hostname.len() > HOSTNAME_MAX_LEN {
+        let cut = (0..=HOSTNAME_MAX_LEN)
+            .rev()
+            .find(|i| hostname.is_char_boundary(*i))
+            .unwrap_or(0);
+        let truncated = hostname[..cut].trim_end_matches(['-', '.']).to_string();
+        tracing::error!(pod = %name, truncated = %truncated, "hostname for pod was too long, truncated it");
+        if truncated.is_empty() {
+            return Err(SandboxConfigError::EmptyHostname {
+                pod: name.to_string(),
+                hostname,
+            });
+        }
+        hostname = truncated;
+    }
+    Ok(hostname)
 }
 
 /// The hostname sent to the runtime: empty for hostNetwork pods.

@@ -193,3 +193,20 @@ fn log_directory_is_namespace_name_uid() {
         PathBuf::from("/var/log/pods/ns_n_u")
     );
 }
+
+#[test]
+fn hostname_override_is_the_hostname_without_a_domain() {
+    let p = pod(
+        "metadata: {name: web-0, namespace: prod}\nspec: {hostname: db, subdomain: svc1, hostnameOverride: box.example.org, containers: []}",
+    );
+    assert_eq!(
+        pod_hostname_and_domain(&p, "cluster.local"),
+        Ok(("box.example.org".into(), String::new()))
+    );
+    assert_eq!(sandbox_hostname(&p, "cluster.local"), Ok("box.example.org".into()));
+    let bad = pod("metadata: {name: p}\nspec: {hostnameOverride: Not_A_Name, containers: []}");
+    assert_eq!(
+        sandbox_hostname(&bad, ""),
+        Err(SandboxConfigError::InvalidHostnameOverride("Not_A_Name".into()))
+    );
+}

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use super::actions::{ContainerToKill, KillReason, PodActions, ProbeView};
 use super::hash::container_hash;
 use super::pod_status::{ContainerState, RuntimePodStatus};
-use super::restart_rules::{RestartPolicy, containers, init_containers, is_init_container_failed};
+use super::restart_rules::{containers, init_containers, is_init_container_failed, restarts_after_kill};
 
 /// Upstream `IsRestartableInitContainer`.
 pub fn is_sidecar(c: &Container) -> bool {
@@ -74,7 +74,6 @@ pub fn compute_init_container_actions(
             .is_some_and(|s| matches!(s.state, ContainerState::Created | ContainerState::Running))
     });
     let mut previously_initialized = initialized;
-    let restart_on_failure = RestartPolicy::of(pod) != RestartPolicy::Never;
     let mut to_start = Vec::new();
     let last = inits.len() - 1;
     for (i, c) in inits.iter().enumerate().rev() {
@@ -119,7 +118,7 @@ pub fn compute_init_container_actions(
             ContainerState::Running => {} // a regular init container: wait for it
             ContainerState::Exited if sidecar => to_start.push(i),
             ContainerState::Exited if is_init_container_failed(s) => {
-                if !restart_on_failure {
+                if !restarts_after_kill(c, pod) {
                     changes.kill_pod = true;
                     changes.init_containers_to_start.clear();
                     return false;
@@ -134,7 +133,7 @@ pub fn compute_init_container_actions(
                 }
             }
             ContainerState::Unknown => {
-                if !sidecar && !restart_on_failure {
+                if !sidecar && !restarts_after_kill(c, pod) {
                     changes.kill_pod = true;
                     changes.init_containers_to_start.clear();
                     return false;

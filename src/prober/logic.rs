@@ -88,7 +88,8 @@ pub struct Observed {
     pub running_for: Option<i64>,
     /// The container terminated.
     pub terminated: bool,
-    /// A terminated container will not be restarted (restart policy `Never`).
+    /// A terminated container will not be restarted (its exit code against
+    /// its own or the pod's restart policy and rules).
     pub never_restarted: bool,
     /// The container has started (its startup probe passed, or it has none).
     pub started: bool,

@@ -24,6 +24,7 @@ use super::logic::{Observed, ProbeTiming, StoreOp, Turn, after_probe, before_pro
 use super::metrics::{Labels, ResultLabel};
 use super::store::{ProbeStore, bare_id};
 use crate::actors::supervisor::SupervisedRecipient;
+use crate::container_restart::container_should_restart;
 use crate::cri::SharedRuntime;
 use crate::events::{EventRecorder, container_field_path};
 use crate::messages::PodUid;
@@ -136,8 +137,13 @@ impl ProbeWorker {
                 .as_ref()
                 .map_or(0, |t| now.duration_since(t.0).as_secs().max(0))
         });
-        let sidecar = container.restart_policy.as_deref() == Some("Always");
-        let never = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("Never") && !sidecar;
+        // Terminated for good: its exit code against its own or the pod's
+        // restart policy and rules (a sidecar's own `Always` restarts it).
+        let exit_code = state.and_then(|s| s.terminated.as_ref()).map(|t| t.exit_code);
+        let never = match (exit_code, pod.spec.as_ref()) {
+            (Some(code), Some(spec)) => !container_should_restart(container, spec, code),
+            _ => false,
+        };
         let started = container.startup_probe.is_none()
             || id.as_deref().is_some_and(|id| {
                 self.deps.store.get(&self.uid, ProbeKind::Startup, id) == Some(ProbeOutcome::Success)

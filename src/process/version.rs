@@ -3,7 +3,7 @@
 //! `^\s*Kubernetes v(\d+\.\d+\.\d+[-0-9a-zA-Z_.+]*)\s*$`, so actlet prints
 //! exactly that shape with the version it reports as the node's
 //! `kubeletVersion` (one constant, so the two never disagree):
-//! `Kubernetes v1.33.0-actlet`. `--version=raw` adds actlet's own version.
+//! `Kubernetes v1.36.0-actlet`. `--version=raw` adds actlet's own version.
 
 use crate::cluster::node::status::KUBELET_VERSION;
 

@@ -5,15 +5,18 @@
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, ContainerUser,
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, ContainerUser,
     LinuxContainerUser, Pod,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::pod_predicates::{
-    init_containers, is_restartable_init_container, last_terminated, restart_policy, running, spec, terminated,
-    waiting, waiting_state,
+    init_containers, is_restartable_init_container, last_terminated, running, spec, terminated, waiting, waiting_state,
 };
+use crate::container_restart::container_should_restart;
+
+/// A container without a restart policy of its own.
+static NO_OVERRIDE: std::sync::LazyLock<Container> = std::sync::LazyLock::new(Container::default);
 use super::reasons::{
     COMPLETED, CONTAINER_CREATING, CONTAINER_STATUS_UNKNOWN, ERROR, EXIT_CODE_UNKNOWN, MSG_NOT_LOCATED_DELETED,
     MSG_NOT_LOCATED_TERMINATED, POD_INITIALIZING,
@@ -49,6 +52,8 @@ struct SpecContainer<'a> {
     name: &'a str,
     image: &'a str,
     sidecar: bool,
+    /// The spec container (`None` for ephemeral ones).
+    container: Option<&'a Container>,
 }
 
 fn spec_containers<'a>(pod: &'a Pod, kind: ContainerKind) -> Vec<SpecContainer<'a>> {
@@ -61,6 +66,7 @@ fn spec_containers<'a>(pod: &'a Pod, kind: ContainerKind) -> Vec<SpecContainer<'
                 name: &c.name,
                 image: c.image.as_deref().unwrap_or(""),
                 sidecar: false,
+                container: Some(c),
             })
             .collect(),
         ContainerKind::Init => init_containers(spec)
@@ -69,6 +75,7 @@ fn spec_containers<'a>(pod: &'a Pod, kind: ContainerKind) -> Vec<SpecContainer<'
                 name: &c.name,
                 image: c.image.as_deref().unwrap_or(""),
                 sidecar: is_restartable_init_container(c),
+                container: Some(c),
             })
             .collect(),
         ContainerKind::Ephemeral => spec
@@ -79,6 +86,7 @@ fn spec_containers<'a>(pod: &'a Pod, kind: ContainerKind) -> Vec<SpecContainer<'
                 name: &c.name,
                 image: c.image.as_deref().unwrap_or(""),
                 sidecar: false,
+                container: None,
             })
             .collect(),
     }
@@ -155,8 +163,9 @@ fn convert_one(cs: &RtStatus, old: Option<&ContainerStatus>, runtime_name: &str)
 }
 
 /// Whether the container will be (re)started by the next sync (upstream
-/// `ShouldContainerBeRestarted`; sidecars always restart, as the runtime
-/// manager does for them).
+/// `ShouldContainerBeRestarted`: the exit code against the container's or
+/// the pod's restart policy and rules; sidecars always restart, as the
+/// runtime manager does for them).
 fn should_restart(c: &SpecContainer<'_>, pod: &Pod, newest: Option<&RtStatus>) -> bool {
     if pod.metadata.deletion_timestamp.is_some() {
         return false;
@@ -166,11 +175,9 @@ fn should_restart(c: &SpecContainer<'_>, pod: &Pod, newest: Option<&RtStatus>) -
         RtState::Running => false,
         RtState::Unknown | RtState::Created => true,
         RtState::Exited if c.sidecar => true,
-        RtState::Exited => match restart_policy(spec(pod)) {
-            "Never" => false,
-            "OnFailure" => s.exit_code != 0,
-            _ => true,
-        },
+        // Ephemeral containers (no override allowed) read the pod's policy,
+        // as upstream's converted container does.
+        RtState::Exited => container_should_restart(c.container.unwrap_or(&NO_OVERRIDE), spec(pod), s.exit_code),
     }
 }
 

@@ -2,7 +2,7 @@
 //! `updateStatusInternal`, `checkContainerStateTransition`,
 //! `updateLastTransitionTime`, `normalizeStatus`, `isPodStatusByKubeletEqual`).
 
-use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Container, ContainerState, ContainerStatus, Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -10,13 +10,14 @@ use super::conditions::stamp_transition_times;
 use super::phase::is_terminal_phase;
 use super::pod_predicates::{init_containers, is_restartable_init_container, restart_policy, spec, terminated};
 use super::reasons::{is_kubelet_condition, is_shared_condition};
+use crate::container_restart::container_should_restart;
 
 /// Upstream `MaxPodTerminationMessageLogLength`: the termination messages of
 /// all containers of a pod share this many bytes.
 pub const MAX_TERMINATION_MESSAGE_BYTES: usize = 1024 * 12;
 
 /// What the rules need to know of the pod's spec.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TransitionRules {
     /// `spec.restartPolicy` (`Always`, `OnFailure`, `Never`).
     pub restart_policy: String,
@@ -24,6 +25,10 @@ pub struct TransitionRules {
     pub init_containers: Vec<(String, bool)>,
     /// Containers of all kinds in the spec (0 = unknown).
     pub container_count: usize,
+    /// Regular and init containers (not sidecars) with a `restartPolicy` of
+    /// their own, trimmed to name, policy and `restartPolicyRules`
+    /// (KEP-5307): they decide for themselves whether they restart.
+    pub overrides: Vec<Container>,
 }
 
 impl Default for TransitionRules {
@@ -34,6 +39,7 @@ impl Default for TransitionRules {
             restart_policy: "Always".into(),
             init_containers: Vec::new(),
             container_count: 0,
+            overrides: Vec::new(),
         }
     }
 }
@@ -52,7 +58,30 @@ impl TransitionRules {
             container_count: spec.containers.len()
                 + inits.len()
                 + spec.ephemeral_containers.as_ref().map_or(0, Vec::len),
+            overrides: spec
+                .containers
+                .iter()
+                .chain(inits.iter().filter(|c| !is_restartable_init_container(c)))
+                .filter(|c| c.restart_policy.is_some())
+                .map(|c| Container {
+                    name: c.name.clone(),
+                    restart_policy: c.restart_policy.clone(),
+                    restart_policy_rules: c.restart_policy_rules.clone(),
+                    ..Default::default()
+                })
+                .collect(),
         }
+    }
+
+    /// Whether container `name`, terminated with `exit_code`, may run again
+    /// (its own policy and rules, else the pod's).
+    fn may_restart(&self, name: &str, exit_code: i32) -> bool {
+        let spec = PodSpec {
+            restart_policy: Some(self.restart_policy.clone()),
+            ..Default::default()
+        };
+        let own = self.overrides.iter().find(|c| c.name == name);
+        container_should_restart(own.unwrap_or(&Container::default()), &spec, exit_code)
     }
 }
 
@@ -86,20 +115,20 @@ pub enum TransitionError {
 fn left_terminated<'a>(
     old: &'a [ContainerStatus],
     new: &[ContainerStatus],
-    policy: &str,
+    rules: &TransitionRules,
     skip: impl Fn(&str) -> bool,
 ) -> Option<&'a str> {
     old.iter()
         .filter(|o| !skip(&o.name))
-        .filter(|o| terminated(o).is_some_and(|t| !(t.exit_code != 0 && policy == "OnFailure")))
+        .filter(|o| terminated(o).is_some_and(|t| !rules.may_restart(&o.name, t.exit_code)))
         .find(|o| new.iter().any(|n| n.name == o.name && terminated(n).is_none()))
         .map(|o| o.name.as_str())
 }
 
 /// Checks that `new` may follow `old`: a terminal phase is never left, and
-/// (unless the restart policy is `Always`) a container terminated for good —
-/// any exit under `Never`, exit 0 under `OnFailure` — never turns back to
-/// running or waiting. Sidecars may always restart.
+/// a container terminated for good — any exit under `Never`, exit 0 under
+/// `OnFailure`, by its own policy and rules where it has them — never turns
+/// back to running or waiting. Sidecars may always restart.
 pub fn validate_transition(old: &PodStatus, new: &PodStatus, rules: &TransitionRules) -> Result<(), TransitionError> {
     if is_terminal_phase(old.phase.as_deref()) && old.phase != new.phase {
         return Err(TransitionError::LeavesTerminalPhase {
@@ -107,22 +136,21 @@ pub fn validate_transition(old: &PodStatus, new: &PodStatus, rules: &TransitionR
             to: new.phase.clone(),
         });
     }
-    let policy = rules.restart_policy.as_str();
-    if policy == "Always" {
+    if rules.restart_policy == "Always" && rules.overrides.is_empty() {
         return Ok(());
     }
     let list = |v: &Option<Vec<ContainerStatus>>| v.clone().unwrap_or_default();
     if let Some(name) = left_terminated(
         &list(&old.container_statuses),
         &list(&new.container_statuses),
-        policy,
+        rules,
         |_| false,
     ) {
         return Err(TransitionError::ContainerLeftTerminated { name: name.to_owned() });
     }
     let is_sidecar = |name: &str| rules.init_containers.iter().any(|(n, sidecar)| n == name && *sidecar);
     let (old_init, new_init) = (list(&old.init_container_statuses), list(&new.init_container_statuses));
-    if let Some(name) = left_terminated(&old_init, &new_init, policy, is_sidecar) {
+    if let Some(name) = left_terminated(&old_init, &new_init, rules, is_sidecar) {
         return Err(TransitionError::InitContainerLeftTerminated { name: name.to_owned() });
     }
     Ok(())

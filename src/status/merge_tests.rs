@@ -63,6 +63,7 @@ fn rules(policy: &str) -> TransitionRules {
         restart_policy: policy.into(),
         init_containers: vec![("init".into(), false), ("side".into(), true)],
         container_count: 3,
+        overrides: vec![],
     }
 }
 
@@ -392,4 +393,33 @@ fn equality_ignores_condition_times_only() {
     c.phase = Some("Succeeded".into());
     assert!(!status_equal_ignoring_time(&a, &c));
     assert!(status_equal_ignoring_time(&a, &a.clone()));
+}
+
+/// KEP-5307: a container whose own `restartPolicy: Never` finished may not
+/// come back, even in an `Always` pod; one its rules retry may.
+#[test]
+fn container_overrides_decide_their_own_transitions() {
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "spec": {"restartPolicy": "Always", "containers": [
+            {"name": "job", "restartPolicy": "Never",
+             "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]},
+            {"name": "srv"}
+        ]}
+    }))
+    .expect("pod");
+    let rules = TransitionRules::from_pod(&pod);
+    assert_eq!(rules.overrides.len(), 1);
+    let old = status("Running", vec![exited("job", 1), exited("srv", 1)], vec![]);
+    let back = status("Running", vec![running("job"), running("srv")], vec![]);
+    assert_eq!(
+        validate_transition(&old, &back, &rules),
+        Err(TransitionError::ContainerLeftTerminated { name: "job".into() })
+    );
+    let srv_only = status("Running", vec![exited("job", 1), running("srv")], vec![]);
+    assert_eq!(validate_transition(&old, &srv_only, &rules), Ok(()));
+    let retried = status("Running", vec![exited("job", 42)], vec![]);
+    assert_eq!(
+        validate_transition(&retried, &status("Running", vec![running("job")], vec![]), &rules),
+        Ok(())
+    );
 }

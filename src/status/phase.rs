@@ -1,4 +1,4 @@
-//! The pod phase (upstream v1.30 `getPhase` in `kubelet_pods.go`).
+//! The pod phase (upstream v1.36 `getPhase` in `kubelet_pods.go`).
 
 use std::fmt;
 
@@ -6,8 +6,9 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
 use super::pod_predicates::{
     find_status, has_any_regular_container_started, init_containers, is_restartable_init_container, is_static_pod,
-    last_terminated, restart_policy, running, spec, terminated, waiting,
+    last_terminated, running, spec, terminated, waiting,
 };
+use crate::container_restart::container_should_restart;
 
 /// A pod phase (`status.phase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,13 +70,14 @@ pub fn is_terminal_phase(phase: Option<&str>) -> bool {
 /// and init, as generated). `pod_is_terminal` says the pod worker has stopped
 /// the pod for good, so its containers will not restart whatever the policy.
 ///
-/// Mirrors upstream v1.30 `getPhase` rule for rule.
+/// Mirrors upstream v1.36 `getPhase` rule for rule (with
+/// `ContainerRestartRules`, on by default: whether a stopped container
+/// counts as restarting is asked per container).
 pub fn get_phase(pod: &Pod, statuses: &[ContainerStatus], pod_is_terminal: bool) -> Phase {
     let spec = spec(pod);
-    let policy = restart_policy(spec);
     let mut pending_restartable_init = 0;
     let mut pending_regular_init = 0;
-    let mut failed_initialization = 0;
+    let mut failed_initialization_not_restartable = 0;
 
     for c in init_containers(spec)
         .iter()
@@ -85,15 +87,20 @@ pub fn get_phase(pod: &Pod, statuses: &[ContainerStatus], pod_is_terminal: bool)
             pending_regular_init += 1;
             continue;
         };
+        let mut failed = |exit_code: i32| {
+            if !container_should_restart(c, spec, exit_code) {
+                failed_initialization_not_restartable += 1;
+            }
+        };
         if running(s).is_some() {
             pending_regular_init += 1;
         } else if let Some(t) = terminated(s) {
             if t.exit_code != 0 {
-                failed_initialization += 1;
+                failed(t.exit_code);
             }
         } else if waiting(s).is_some() {
             match last_terminated(s) {
-                Some(t) if t.exit_code != 0 => failed_initialization += 1,
+                Some(t) if t.exit_code != 0 => failed(t.exit_code),
                 Some(_) => {}
                 None => pending_regular_init += 1,
             }
@@ -103,6 +110,7 @@ pub fn get_phase(pod: &Pod, statuses: &[ContainerStatus], pod_is_terminal: bool)
     }
 
     let (mut unknown, mut running_n, mut waiting_n, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
+    let mut stopped_not_restartable = 0;
 
     for c in init_containers(spec)
         .iter()
@@ -139,12 +147,18 @@ pub fn get_phase(pod: &Pod, statuses: &[ContainerStatus], pod_is_terminal: bool)
             running_n += 1;
         } else if let Some(t) = terminated(s) {
             stopped += 1;
+            if !container_should_restart(c, spec, t.exit_code) {
+                stopped_not_restartable += 1;
+            }
             if t.exit_code == 0 {
                 succeeded += 1;
             }
         } else if waiting(s).is_some() {
-            if last_terminated(s).is_some() {
+            if let Some(t) = last_terminated(s) {
                 stopped += 1;
+                if !container_should_restart(c, spec, t.exit_code) {
+                    stopped_not_restartable += 1;
+                }
             } else {
                 waiting_n += 1;
             }
@@ -153,7 +167,9 @@ pub fn get_phase(pod: &Pod, statuses: &[ContainerStatus], pod_is_terminal: bool)
         }
     }
 
-    if failed_initialization > 0 && policy == "Never" {
+    // An init container failed and will not run again (its own or the
+    // pod's restart policy and rules; upstream with ContainerRestartRules).
+    if failed_initialization_not_restartable > 0 {
         return Phase::Failed;
     }
 
@@ -175,16 +191,15 @@ pub fn get_phase(pod: &Pod, statuses: &[ContainerStatus], pod_is_terminal: bool)
                 Phase::Failed
             };
         }
-        if policy == "Always" {
+        // Some container is about to restart.
+        if stopped != stopped_not_restartable {
             return Phase::Running;
         }
-        if stopped == succeeded {
-            return Phase::Succeeded;
-        }
-        if policy == "Never" {
-            return Phase::Failed;
-        }
-        return Phase::Running;
+        return if stopped == succeeded {
+            Phase::Succeeded
+        } else {
+            Phase::Failed
+        };
     }
     Phase::Pending
 }

@@ -372,3 +372,43 @@ fn sidecar_init_containers_table() {
         assert_eq!(get_phase(&p, &statuses, false), expected, "{name}");
     }
 }
+
+/// KEP-5307: a container's own policy and exit-code rules decide whether a
+/// stopped container counts as restarting.
+#[test]
+fn container_restart_rules_decide_per_container() {
+    let retry42: Container = serde_json::from_value(serde_json::json!({
+        "name": "a", "restartPolicy": "Never",
+        "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]
+    }))
+    .expect("container");
+    let p = pod("Never", vec![], vec![retry42.clone()]);
+    assert_eq!(get_phase(&p, &[exited("a", 42)], false), Phase::Running, "will restart");
+    assert_eq!(get_phase(&p, &[crashloop("a", 42)], false), Phase::Running);
+    assert_eq!(get_phase(&p, &[exited("a", 3)], false), Phase::Failed);
+    assert_eq!(get_phase(&p, &[exited("a", 0)], false), Phase::Succeeded);
+
+    let mut never = c("job");
+    never.restart_policy = Some("Never".into());
+    let always = pod("Always", vec![], vec![never.clone(), c("srv")]);
+    assert_eq!(
+        get_phase(&always, &[exited("job", 1), exited("srv", 0)], false),
+        Phase::Running,
+        "srv restarts under the pod's Always"
+    );
+    let only = pod("Always", vec![], vec![never]);
+    assert_eq!(get_phase(&only, &[exited("job", 1)], false), Phase::Failed);
+
+    // An init container that failed is fatal only if it will not be retried.
+    let mut init = retry42;
+    init.name = "init".into();
+    let p = pod("Never", vec![init], vec![c("main")]);
+    assert_eq!(
+        get_phase(&p, &[exited("init", 42), waiting("main")], false),
+        Phase::Pending
+    );
+    assert_eq!(
+        get_phase(&p, &[exited("init", 2), waiting("main")], false),
+        Phase::Failed
+    );
+}

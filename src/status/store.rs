@@ -14,7 +14,7 @@ use super::phase::Phase;
 use crate::messages::PodUid;
 
 /// What the store knows of a pod besides its status.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct PodMeta {
     name: String,
     namespace: String,

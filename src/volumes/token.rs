@@ -81,16 +81,17 @@ pub struct TokenManager {
 /// let pod = actlet::testing::PodBuilder::new("web").uid("u1").build();
 /// let tp = ServiceAccountTokenProjection { path: "token".into(), expiration_seconds: Some(3607), ..Default::default() };
 /// let tr = actlet::volumes::token::token_request(&pod, &tp);
-/// let bound = tr.spec.bound_object_ref.unwrap();
+/// let spec = tr.spec.unwrap();
+/// let bound = spec.bound_object_ref.unwrap();
 /// assert_eq!((bound.kind.as_deref(), bound.uid.as_deref()), (Some("Pod"), Some("u1")));
-/// assert_eq!(tr.spec.expiration_seconds, Some(3607));
-/// assert!(tr.spec.audiences.is_empty()); // the API server's own audience
+/// assert_eq!(spec.expiration_seconds, Some(3607));
+/// assert_eq!(spec.audiences, None); // the API server's own audience
 /// ```
 pub fn token_request(pod: &Pod, tp: &ServiceAccountTokenProjection) -> TokenRequest {
-    let audiences = tp.audience.iter().filter(|a| !a.is_empty()).cloned().collect();
+    let audiences: Vec<String> = tp.audience.iter().filter(|a| !a.is_empty()).cloned().collect();
     TokenRequest {
-        spec: TokenRequestSpec {
-            audiences,
+        spec: Some(TokenRequestSpec {
+            audiences: (!audiences.is_empty()).then_some(audiences),
             expiration_seconds: Some(tp.expiration_seconds.unwrap_or(DEFAULT_EXPIRATION_SECONDS)),
             bound_object_ref: Some(BoundObjectReference {
                 api_version: Some("v1".into()),
@@ -98,7 +99,7 @@ pub fn token_request(pod: &Pod, tp: &ServiceAccountTokenProjection) -> TokenRequ
                 name: pod.metadata.name.clone(),
                 uid: pod.metadata.uid.clone(),
             }),
-        },
+        }),
         ..Default::default()
     }
 }
@@ -127,7 +128,11 @@ impl TokenManager {
             namespace: namespace.clone(),
             service_account: sa.clone(),
             audience: tp.audience.clone().unwrap_or_default(),
-            expiration_seconds: req.spec.expiration_seconds.unwrap_or(DEFAULT_EXPIRATION_SECONDS),
+            expiration_seconds: req
+                .spec
+                .as_ref()
+                .and_then(|s| s.expiration_seconds)
+                .unwrap_or(DEFAULT_EXPIRATION_SECONDS),
             pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
         };
         let now = Instant::now();
@@ -140,8 +145,13 @@ impl TokenManager {
         }
         match source.token(&namespace, &sa, req).await {
             Ok(tr) => {
-                let seconds = tr.spec.expiration_seconds.unwrap_or(key.expiration_seconds).max(1);
-                let token = tr.status.map(|s| s.token).unwrap_or_default();
+                let seconds = tr
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.expiration_seconds)
+                    .unwrap_or(key.expiration_seconds)
+                    .max(1);
+                let token = tr.status.and_then(|s| s.token).unwrap_or_default();
                 tracing::debug!(namespace = %namespace, service_account = %sa, seconds, "service account token issued");
                 self.lock().insert(
                     key,

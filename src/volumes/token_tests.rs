@@ -33,10 +33,10 @@ impl ObjectSource for Issuer {
         let n = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
         Ok(TokenRequest {
             status: Some(TokenRequestStatus {
-                token: format!("token-{n}"),
-                expiration_timestamp: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                token: Some(format!("token-{n}")),
+                expiration_timestamp: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                     k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-                ),
+                )),
             }),
             ..req
         })
@@ -111,8 +111,9 @@ async fn tokens_are_bound_to_the_pod_cached_and_renewed_on_time() {
         let reqs = issuer.requests.lock().unwrap();
         let (ns, sa, req) = &reqs[0];
         assert_eq!((ns.as_str(), sa.as_str()), ("prod", "builder"));
-        assert_eq!(req.spec.audiences, ["vault"]);
-        let bound = req.spec.bound_object_ref.clone().unwrap();
+        let spec = req.spec.as_ref().unwrap();
+        assert_eq!(spec.audiences.as_deref(), Some(&["vault".to_string()][..]));
+        let bound = spec.bound_object_ref.clone().unwrap();
         assert_eq!(bound.name.as_deref(), Some("web"));
         assert_eq!(bound.uid.as_deref(), Some("u1"));
     }

@@ -16,7 +16,7 @@ use crate::kubelet::{MachineInfo, NodeFacts, go_arch};
 use crate::messages::runtime_health::RuntimeFeatureSet;
 
 /// The `kubeletVersion` actlet reports (the Kubernetes API level it speaks).
-pub const KUBELET_VERSION: &str = "v1.33.0-actlet";
+pub const KUBELET_VERSION: &str = "v1.36.0-actlet";
 
 /// Upstream's default hard eviction threshold `memory.available<100Mi`.
 pub const HARD_EVICTION_MEMORY: i64 = 100 << 20;

@@ -45,7 +45,7 @@ impl ReviewApi for kube::Client {
         };
         let review = TokenReview {
             spec: TokenReviewSpec {
-                token: Some(token.to_string()),
+                token: token.to_string(),
                 audiences: None,
             },
             ..Default::default()

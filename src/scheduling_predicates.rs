@@ -1,0 +1,105 @@
+//! Pure: the scheduler predicate the kubelet re-checks at admission
+//! (upstream `component-helpers/scheduling/corev1/nodeaffinity`): required
+//! node affinity (`nodeSelectorTerms`, ORed; expressions ANDed).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
+
+fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
+    let values = r.values.as_deref().unwrap_or_default();
+    let int = |s: &str| s.parse::<i64>().ok();
+    match r.operator.as_str() {
+        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "NotIn" => !value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        op @ ("Gt" | "Lt") => {
+            let (Some(have), [want]) = (value.and_then(int), values) else {
+                return false;
+            };
+            let Some(want) = int(want) else { return false };
+            if op == "Gt" { have > want } else { have < want }
+        }
+        _ => false,
+    }
+}
+
+fn term_matches(t: &NodeSelectorTerm, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
+    let exprs = t.match_expressions.as_deref().unwrap_or_default();
+    let fields = t.match_fields.as_deref().unwrap_or_default();
+    if exprs.is_empty() && fields.is_empty() {
+        // An empty term matches no objects (upstream).
+        return false;
+    }
+    exprs
+        .iter()
+        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
+        && fields
+            .iter()
+            .all(|r| r.key == "metadata.name" && requirement_matches(r, Some(node_name)))
+}
+
+/// Whether the pod's `requiredDuringSchedulingIgnoredDuringExecution` node
+/// affinity matches the node (no required affinity: matches).
+pub fn required_affinity_matches(pod: &Pod, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
+    let Some(required) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+    else {
+        return true;
+    };
+    required
+        .node_selector_terms
+        .iter()
+        .any(|t| term_matches(t, node_name, labels))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(yaml: &str) -> Pod {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    fn labels() -> BTreeMap<String, String> {
+        [("zone", "a"), ("cores", "8")]
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect()
+    }
+
+    fn affinity(terms: &str) -> Pod {
+        pod(&format!(
+            "spec: {{affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: {terms}}}}}}}, containers: [{{name: c, image: i}}]}}"
+        ))
+    }
+
+    #[test]
+    fn required_affinity_operators_terms_and_fields() {
+        let m = |terms: &str| required_affinity_matches(&affinity(terms), "n1", &labels());
+        assert!(m("[{matchExpressions: [{key: zone, operator: In, values: [a, b]}]}]"));
+        assert!(!m("[{matchExpressions: [{key: zone, operator: NotIn, values: [a]}]}]"));
+        assert!(m(
+            "[{matchExpressions: [{key: gpu, operator: DoesNotExist}, {key: zone, operator: Exists}]}]"
+        ));
+        assert!(m("[{matchExpressions: [{key: cores, operator: Gt, values: ['4']}]}]"));
+        assert!(!m("[{matchExpressions: [{key: cores, operator: Lt, values: ['4']}]}]"));
+        assert!(!m("[{matchExpressions: [{key: cores, operator: Gt, values: [x]}]}]"));
+        // ORed terms; an empty term matches nothing.
+        assert!(m(
+            "[{matchExpressions: [{key: zone, operator: In, values: [z]}]}, {matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]"
+        ));
+        assert!(!m("[{}]"));
+        assert!(!m("[]"));
+        assert!(required_affinity_matches(
+            &pod("spec: {containers: [{name: c, image: i}]}"),
+            "n1",
+            &labels()
+        ));
+    }
+}
