@@ -225,6 +225,13 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "SUITE,...", value_delimiter = ',')]
     pub tls_cipher_suites: Vec<String>,
 
+    /// Request the kubelet API's serving certificate from the cluster (CSR signer
+    /// kubernetes.io/kubelet-serving) and rotate it before it expires (serverTLSBootstrap);
+    /// replaces --tls-cert-file and the self-signed certificate. Needs a kubeconfig.
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub rotate_server_certificates: bool,
+
     /// CA bundle client certificates are verified against (authentication.x509.clientCAFile).
     #[arg(long, value_name = "FILE")]
     pub client_ca_file: Option<PathBuf>,

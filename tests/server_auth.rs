@@ -116,6 +116,7 @@ fn server(anonymous: bool, token_webhook: bool, mode: KubeletAuthorizationMode, 
         },
         root_dir: dir.path().to_path_buf(),
         node_ip: Some("127.0.0.1".into()),
+        serving_cert: None,
     };
     let fake = Arc::new(fake);
     let built = SecureServer::build(&settings, state, api, Some(fake.clone())).unwrap();

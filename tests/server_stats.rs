@@ -266,6 +266,7 @@ fn node() -> Node {
         authorization: KubeletAuthorization::default(),
         root_dir: dir.path().to_path_buf(),
         node_ip: Some("127.0.0.1".into()),
+        serving_cert: None,
     };
     let built = SecureServer::build(&settings, state, api, None).unwrap();
     let (addr, stop) = actlet::server::secure::spawn("127.0.0.1:0".parse().unwrap(), built).unwrap();

@@ -66,9 +66,10 @@
 //! | `node-conditions` | `src/cluster/node/local.rs` | nothing | runtime health changes |
 //! | `healthz`, `read-only` | `src/server/actor.rs` | bound addresses | HTTP |
 //! | `kubelet-api` | `src/kubelet/api_server.rs` | nothing (serves shared views) | HTTPS on 10250 |
+//! | `serving-cert-manager` | `src/certificate/serving_manager.rs` | `ServingCert` (the served pair) and `<cert-dir>/kubelet-server-current.pem` | (renewal timer) |
 //!
 //! Non-critical children (`healthz`, `read-only`, `kubelet-api`, `events`,
-//! `container-log-manager`) never take the
+//! `container-log-manager`, `serving-cert-manager`) never take the
 //! node agent down: see [`supervisor::Criticality`].
 
 pub mod supervisor;

@@ -2,13 +2,18 @@
 //! `client-go/util/certificate`): TLS bootstrap of the client certificate
 //! ([`bootstrap`](crate::certificate::bootstrap)), the CSR
 //! ([`csr`](crate::certificate::csr), [`request`](crate::certificate::request)),
-//! the files in `--cert-dir` ([`store`](crate::certificate::store)) and when
-//! to renew ([`rotation`](crate::certificate::rotation)).
+//! the files in `--cert-dir` ([`store`](crate::certificate::store)), when
+//! to renew ([`rotation`](crate::certificate::rotation)), and the 10250
+//! server's certificate from the cluster, rotated while serving
+//! ([`serving`](crate::certificate::serving),
+//! [`serving_manager`](crate::certificate::serving_manager)).
 
 pub mod bootstrap;
 pub mod csr;
 pub mod request;
 pub mod rotation;
+pub mod serving;
+pub mod serving_manager;
 pub mod store;
 
 use std::path::PathBuf;

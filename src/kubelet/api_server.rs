@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 use super::config::KubeletConfig;
 use super::node_facts::{MachineInfo, NodeFacts};
 use crate::actors::supervisor::{AnyChildSpec, ChildSpec, Criticality, SupervisionTree};
+use crate::certificate::serving::ServingCert;
+use crate::certificate::serving_manager::{ServingCertManager, ServingCertSettings};
 use crate::cri::SharedRuntime;
 use crate::pleg::PodCache;
 use crate::server::auth::ReviewApi;
@@ -66,6 +68,7 @@ pub(crate) fn configz(config: &KubeletConfig) -> serde_json::Value {
         "healthzBindAddress": config.healthz_addr.map(|a| a.ip().to_string()),
         "tlsCertFile": config.tls_cert_file,
         "tlsPrivateKeyFile": config.tls_private_key_file,
+        "serverTLSBootstrap": config.server_tls_bootstrap,
         "tlsMinVersion": config.tls_min_version,
         "tlsCipherSuites": config.tls_cipher_suites,
         "authentication": {
@@ -92,8 +95,10 @@ pub(crate) fn configz(config: &KubeletConfig) -> serde_json::Value {
     }})
 }
 
-/// The child spec; fails when the certificate or auth settings are unusable.
-pub(super) fn child(
+/// The child specs: the server, and with `serverTLSBootstrap` the manager
+/// of its certificate; fails when the certificate or auth settings are
+/// unusable.
+pub(super) fn children(
     addr: SocketAddr,
     config: &KubeletConfig,
     node_ip: Option<String>,
@@ -108,7 +113,7 @@ pub(super) fn child(
     ),
     client: Option<kube::Client>,
     bound: ServerAddrs,
-) -> Result<AnyChildSpec, ApiServerError> {
+) -> Result<(AnyChildSpec, Option<AnyChildSpec>), ApiServerError> {
     let api = ApiState {
         node_name: config.node_name.clone(),
         runtime,
@@ -132,18 +137,39 @@ pub(super) fn child(
         authentication: config.authentication.clone(),
         authorization: config.authorization.clone(),
         root_dir: config.root_dir.clone(),
-        node_ip,
+        node_ip: node_ip.clone(),
+        serving_cert: config.server_tls_bootstrap.then(ServingCert::default),
+    };
+    let manager = match (&settings.serving_cert, &client) {
+        (None, _) => None,
+        (Some(_), None) => return Err(ApiServerError::NoApiServer),
+        (Some(cert), Some(client)) => {
+            let mut sans = vec![config.node_name.clone()];
+            sans.extend(node_ip);
+            let manager = ServingCertSettings {
+                node_name: config.node_name.clone(),
+                sans,
+                cert_dir: config.cert_dir.clone(),
+            };
+            let (cert, client) = (cert.clone(), client.clone());
+            let spec = ChildSpec::new("serving-cert-manager", move || {
+                ServingCertManager::new(manager.clone(), client.clone(), cert.clone())
+            })
+            .criticality(Criticality::NonCritical)
+            .backoff(super::start::SERVER_RETRY);
+            Some(spec.into())
+        }
     };
     let reviews = client.map(|c| Arc::new(c) as Arc<dyn ReviewApi>);
     let server = SecureServer::build(&settings, state, api, reviews)?;
     // Like the other servers: a port that is taken is retried every 5 s
     // and never stops pod management.
-    Ok(ChildSpec::new("kubelet-api", move || {
+    let server = ChildSpec::new("kubelet-api", move || {
         ApiServer::new(addr, server.clone(), bound.clone())
     })
     .criticality(Criticality::NonCritical)
-    .backoff(super::start::SERVER_RETRY)
-    .into())
+    .backoff(super::start::SERVER_RETRY);
+    Ok((server.into(), manager))
 }
 
 #[cfg(test)]

@@ -374,6 +374,22 @@ pub struct KubeletConfig {
     /// c.tls_private_key_file = Some("/etc/kubernetes/pki/kubelet.key".into());
     /// ```
     pub tls_private_key_file: Option<PathBuf>,
+    /// `serverTLSBootstrap` (`--rotate-server-certificates`): the 10250
+    /// server's certificate is requested from the cluster and rotated while
+    /// serving (cluster mode; kept in [`cert_dir`](Self::cert_dir)).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.server_tls_bootstrap = true;
+    /// ```
+    pub server_tls_bootstrap: bool,
+    /// `--cert-dir`: where issued certificates are kept (default `<root-dir>/pki`).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// c.cert_dir = "/var/lib/kubelet/pki".into();
+    /// ```
+    pub cert_dir: PathBuf,
     /// `tlsMinVersion`.
     ///
     /// ```
@@ -463,6 +479,8 @@ impl KubeletConfig {
             server_addr: None,
             tls_cert_file: None,
             tls_private_key_file: None,
+            server_tls_bootstrap: false,
+            cert_dir: PathBuf::from("/var/lib/kubelet/pki"),
             tls_min_version: None,
             tls_cipher_suites: vec![],
             authentication: Default::default(),
@@ -618,6 +636,8 @@ impl KubeletConfig {
         }
         c.tls_cert_file = flags.tls_cert_file.clone();
         c.tls_private_key_file = flags.tls_private_key_file.clone();
+        c.server_tls_bootstrap = flags.rotate_server_certificates;
+        c.cert_dir = flags.cert_dir.clone().unwrap_or_else(|| flags.root_dir.join("pki"));
         c.tls_min_version = flags.tls_min_version.clone();
         c.tls_cipher_suites = flags.tls_cipher_suites.clone();
         c.authentication.x509.client_ca_file = flags.client_ca_file.clone();

@@ -98,7 +98,7 @@ pub(super) fn add_servers(
         root = root.child(server("read-only", addr, Routes::ReadOnly, &bound.read_only));
     }
     if let Some(addr) = config.server_addr {
-        root = root.child(super::api_server::child(
+        let (server, cert_manager) = super::api_server::children(
             addr,
             config,
             inputs.node_ip,
@@ -113,7 +113,11 @@ pub(super) fn add_servers(
             ),
             inputs.api_client,
             bound.api.clone(),
-        )?);
+        )?;
+        if let Some(manager) = cert_manager {
+            root = root.child(manager);
+        }
+        root = root.child(server);
     }
     Ok((root, bound))
 }

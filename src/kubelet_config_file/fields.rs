@@ -41,7 +41,7 @@ pub const FIELDS: &[(&str, Support)] = &[
     ("tlsCurvePreferences", N),
     ("tlsMinVersion", H),
     ("rotateCertificates", N),
-    ("serverTLSBootstrap", N),
+    ("serverTLSBootstrap", H),
     ("authentication", H),
     ("authorization", H),
     ("registryPullQPS", N),

@@ -241,6 +241,13 @@ pub fn overlay(
     if set("tls_private_key_file", "tlsPrivateKeyFile", "--tls-private-key-file") {
         kc.tls_private_key_file = path(&flags.tls_private_key_file);
     }
+    if set(
+        "rotate_server_certificates",
+        "serverTLSBootstrap",
+        "--rotate-server-certificates",
+    ) {
+        kc.server_tls_bootstrap = Some(flags.rotate_server_certificates);
+    }
     if set("tls_min_version", "tlsMinVersion", "--tls-min-version") {
         kc.tls_min_version = flags.tls_min_version.clone();
     }
@@ -374,6 +381,7 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
     if let Some(p) = non_empty(&kc.tls_private_key_file) {
         f.tls_private_key_file = Some(p.into());
     }
+    f.rotate_server_certificates = kc.server_tls_bootstrap.unwrap_or(f.rotate_server_certificates);
     f.tls_min_version = non_empty(&kc.tls_min_version).or(f.tls_min_version);
     f.tls_cipher_suites = kc.tls_cipher_suites.clone().unwrap_or(f.tls_cipher_suites);
     // The v1beta1 defaults of authentication/authorization (anonymous off,

@@ -283,6 +283,11 @@ pub enum ApiServerError {
     /// Authentication/authorization settings.
     #[error(transparent)]
     Auth(#[from] super::auth::AuthError),
+    /// `serverTLSBootstrap` without an API server to issue the certificate.
+    #[error(
+        "serverTLSBootstrap (--rotate-server-certificates) needs an API server (--kubeconfig) to issue the serving certificate"
+    )]
+    NoApiServer,
 }
 
 /// What the server is built from (the KubeletConfig's upstream-named fields).
@@ -298,6 +303,9 @@ pub struct ApiServerSettings {
     pub root_dir: std::path::PathBuf,
     /// The node's IP (a SAN of the self-signed certificate).
     pub node_ip: Option<String>,
+    /// `serverTLSBootstrap`: the certificate the cluster issued, swapped in
+    /// while the server runs (replaces the files and the self-signed pair).
+    pub serving_cert: Option<crate::certificate::serving::ServingCert>,
 }
 
 impl SecureServer {
@@ -310,15 +318,20 @@ impl SecureServer {
     ) -> Result<Self, ApiServerError> {
         let mut tls = settings.tls.clone();
         tls.client_ca_file = settings.authentication.x509.client_ca_file.clone();
-        let (cert, key) = match (&tls.tls_cert_file, &tls.tls_private_key_file) {
-            (Some(c), Some(k)) => (c.clone(), k.clone()),
-            _ => super::tls::ensure_self_signed(
-                &settings.root_dir,
-                &api.node_name,
-                &settings.node_ip.iter().cloned().collect::<Vec<_>>(),
-            )?,
+        let tls = match &settings.serving_cert {
+            Some(cert) => Arc::new(super::tls::server_config_resolving(&tls, Arc::new(cert.clone()))?),
+            None => {
+                let (cert, key) = match (&tls.tls_cert_file, &tls.tls_private_key_file) {
+                    (Some(c), Some(k)) => (c.clone(), k.clone()),
+                    _ => super::tls::ensure_self_signed(
+                        &settings.root_dir,
+                        &api.node_name,
+                        &settings.node_ip.iter().cloned().collect::<Vec<_>>(),
+                    )?,
+                };
+                Arc::new(super::tls::server_config(&tls, &cert, &key)?)
+            }
         };
-        let tls = Arc::new(super::tls::server_config(&tls, &cert, &key)?);
         let auth = Arc::new(Auth::new(
             &api.node_name,
             &settings.authentication,

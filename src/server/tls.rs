@@ -277,6 +277,27 @@ impl ClientCertVerifier for RequestClientCert {
 
 /// The rustls server configuration for the serving certificate `cert`/`key`.
 pub fn server_config(settings: &TlsSettings, cert: &Path, key: &Path) -> Result<ServerConfig, TlsError> {
+    let (certs, key) = (load_certs(cert)?, load_key(key)?);
+    let mut config = config_builder(settings)?.with_single_cert(certs, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The rustls server configuration whose certificate `resolver` picks at
+/// every handshake (a certificate issued by the cluster and rotated while
+/// the server runs: `serverTLSBootstrap`).
+pub fn server_config_resolving(
+    settings: &TlsSettings,
+    resolver: Arc<dyn rustls::server::ResolvesServerCert>,
+) -> Result<ServerConfig, TlsError> {
+    let mut config = config_builder(settings)?.with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+fn config_builder(
+    settings: &TlsSettings,
+) -> Result<rustls::ConfigBuilder<ServerConfig, rustls::server::WantsServerCert>, TlsError> {
     let provider = Arc::new(provider(settings)?);
     let builder = ServerConfig::builder_with_provider(provider.clone()).with_protocol_versions(versions(settings)?)?;
     let builder = match &settings.client_ca_file {
@@ -289,9 +310,7 @@ pub fn server_config(settings: &TlsSettings, cert: &Path, key: &Path) -> Result<
         }
         None => builder.with_no_client_auth(),
     };
-    let mut config = builder.with_single_cert(load_certs(cert)?, load_key(key)?)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
+    Ok(builder)
 }
 
 #[cfg(test)]

@@ -11,6 +11,15 @@ impl super::EnvTest {
     /// Approves the CSR `name` (condition `Approved`) and issues its certificate from the
     /// cluster CA with the CSR's `spec.usages`, as admin; returns the certificate (PEM).
     pub async fn approve_and_sign_csr(&self, name: &str) -> Result<String, String> {
+        self.approve_and_sign_csr_for(name, None).await
+    }
+
+    /// [`EnvTest::approve_and_sign_csr`] issuing a certificate valid for `valid_for`.
+    pub async fn approve_and_sign_csr_for(
+        &self,
+        name: &str,
+        valid_for: Option<std::time::Duration>,
+    ) -> Result<String, String> {
         let csrs: Api<CertificateSigningRequest> = Api::all(self.admin_client().await);
         let csr = csrs.get(name).await.map_err(|e| format!("get CSR {name}: {e}"))?;
         let request = String::from_utf8(csr.spec.request.0.clone()).map_err(|e| format!("CSR {name}: {e}"))?;
@@ -25,7 +34,7 @@ impl super::EnvTest {
             .map_err(|e| format!("approve CSR {name}: {e}"))?;
         let cert = self
             .pki()
-            .sign_csr_with_usages(&request, &usages)
+            .sign_csr_for(&request, &usages, valid_for)
             .map_err(|e| format!("sign CSR {name}: {e}"))?;
         let status = serde_json::json!({"status": {"certificate": STANDARD.encode(&cert)}});
         csrs.patch_status(name, &pp, &Patch::Merge(&status))

@@ -124,7 +124,23 @@ impl Pki {
     /// `spec.usages` ("digital signature", "key encipherment", "server auth",
     /// "client auth"; others are ignored); none keeps the request's own.
     pub fn sign_csr_with_usages(&self, csr_pem: &str, usages: &[String]) -> Result<String, rcgen::Error> {
+        self.sign_csr_for(csr_pem, usages, None)
+    }
+
+    /// [`Pki::sign_csr_with_usages`] with a certificate valid from a second
+    /// ago for `valid_for` (`None`: rcgen's long default).
+    pub fn sign_csr_for(
+        &self,
+        csr_pem: &str,
+        usages: &[String],
+        valid_for: Option<std::time::Duration>,
+    ) -> Result<String, rcgen::Error> {
         let mut csr = CertificateSigningRequestParams::from_pem(csr_pem)?;
+        if let Some(d) = valid_for {
+            let now = time::OffsetDateTime::now_utc();
+            csr.params.not_before = now - time::Duration::seconds(1);
+            csr.params.not_after = now + d;
+        }
         if !usages.is_empty() {
             let p = &mut csr.params;
             p.key_usages.clear();
