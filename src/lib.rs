@@ -73,6 +73,7 @@ pub mod prober;
 pub mod process;
 #[doc(hidden)]
 pub mod quantity;
+pub mod runtime_class;
 #[doc(hidden)]
 pub mod runtime_health;
 #[doc(hidden)]

@@ -65,7 +65,7 @@ pub const POD_SPEC: &[(&str, Support)] = &[
     ("resourceClaims", NotYet),
     ("resources", Honoured), // pod-level (KEP-2837): QoS, cgroups, admission
     ("restartPolicy", Honoured),
-    ("runtimeClassName", NotYet),
+    ("runtimeClassName", Honoured),
     ("schedulerName", NotKubelet),
     ("schedulingGates", NotKubelet),
     ("schedulingGroup", NotKubelet),
@@ -199,7 +199,7 @@ fn named(list: Option<&Value>) -> impl Iterator<Item = (&str, &Map<String, Value
 }
 
 /// The fields `pod` sets that actlet does not honour, as paths
-/// (`spec.runtimeClassName`, `spec.containers[app].volumeDevices`,
+/// (`spec.resourceClaims`, `spec.containers[app].volumeDevices`,
 /// `spec.volumes[data].persistentVolumeClaim`), in spec order.
 ///
 /// ```
@@ -208,11 +208,12 @@ fn named(list: Option<&Value>) -> impl Iterator<Item = (&str, &Map<String, Value
 ///     "metadata": {"name": "web"},
 ///     "spec": {
 ///         "runtimeClassName": "gvisor",
+///         "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}],
 ///         "containers": [{"name": "app", "image": "busybox"}],
 ///         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "tmp", "emptyDir": {}}]
 ///     }
 /// })).unwrap();
-/// assert_eq!(unsupported_fields(&pod), ["spec.runtimeClassName", "spec.volumes[data].persistentVolumeClaim"]);
+/// assert_eq!(unsupported_fields(&pod), ["spec.resourceClaims", "spec.volumes[data].persistentVolumeClaim"]);
 /// ```
 pub fn unsupported_fields(pod: &Pod) -> Vec<String> {
     let mut out = Vec::new();
@@ -457,7 +458,7 @@ mod tests {
             assert!(known, "{path} reported but not NotYet in a table");
         }
         for must in [
-            "spec.runtimeClassName",
+            "spec.resourceClaims",
             "spec.containers[app].volumeDevices",
             "spec.securityContext.seLinuxChangePolicy",
             "spec.volumes[v-persistentVolumeClaim].persistentVolumeClaim",
@@ -465,6 +466,11 @@ mod tests {
             assert!(reported.iter().any(|r| r == must), "{must} not reported: {reported:?}");
         }
         for honoured in [
+            "spec.runtimeClassName",
+            "spec.hostnameOverride",
+            "spec.containers[app].restartPolicyRules",
+            "spec.overhead",
+            "spec.resources",
             "spec.containers[app].livenessProbe",
             "spec.volumes[v-emptyDir].emptyDir",
             "spec.tolerations",

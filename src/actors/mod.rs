@@ -64,12 +64,13 @@
 //! | `api-source` | `src/cluster/api_source.rs` | nothing: list+watch resumes | (watch stream) |
 //! | `mirror-pods` | `src/cluster/mirror_pods/actor.rs` | `MirrorPods` | `SyncMirrorPods` |
 //! | `node-conditions` | `src/cluster/node/local.rs` | nothing | runtime health changes |
+//! | `runtime-classes` | `src/runtime_class/watch.rs` | `RuntimeClasses` (name → handler) | (watch stream) |
 //! | `healthz`, `read-only` | `src/server/actor.rs` | bound addresses | HTTP |
 //! | `kubelet-api` | `src/kubelet/api_server.rs` | nothing (serves shared views) | HTTPS on 10250 |
 //! | `serving-cert-manager` | `src/certificate/serving_manager.rs` | `ServingCert` (the served pair) and `<cert-dir>/kubelet-server-current.pem` | (renewal timer) |
 //!
 //! Non-critical children (`healthz`, `read-only`, `kubelet-api`, `events`,
-//! `container-log-manager`, `serving-cert-manager`) never take the
+//! `container-log-manager`, `serving-cert-manager`, `runtime-classes`) never take the
 //! node agent down: see [`supervisor::Criticality`].
 
 pub mod supervisor;

@@ -426,6 +426,22 @@ impl ActletBuilder {
         self
     }
 
+    /// Resolves `spec.runtimeClassName` through `classes` (name → CRI
+    /// handler) instead of the cluster's RuntimeClasses (cluster mode) or
+    /// none (standalone: every named class is unknown).
+    ///
+    /// ```
+    /// use actlet::runtime_class::RuntimeClasses;
+    /// let classes = RuntimeClasses::new();
+    /// classes.insert("gvisor", "runsc");
+    /// let builder = actlet::ActletBuilder::new("node-a").runtime_classes(classes);
+    /// # let _ = builder;
+    /// ```
+    pub fn runtime_classes(mut self, classes: crate::runtime_class::RuntimeClasses) -> Self {
+        self.ext.runtime_classes = Some(classes);
+        self
+    }
+
     /// Builds and starts the system inside the current actix `System`.
     /// Runtime health is on [`Kubelet::runtime_health`]; supervisor restarts
     /// on [`Kubelet::tree`]`().subscribe()`.

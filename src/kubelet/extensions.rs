@@ -152,4 +152,16 @@ pub struct Extensions {
     /// # });
     /// ```
     pub heartbeat_client: Option<kube::Client>,
+    /// The RuntimeClasses `spec.runtimeClassName` resolves through. `None`:
+    /// in cluster mode a table watched from the API server, standalone an
+    /// empty one (every named class is unknown).
+    ///
+    /// ```
+    /// # use actlet::kubelet::Extensions;
+    /// let classes = actlet::runtime_class::RuntimeClasses::new();
+    /// classes.insert("gvisor", "runsc");
+    /// let ext = Extensions { runtime_classes: Some(classes), ..Default::default() };
+    /// assert!(ext.runtime_classes.is_some());
+    /// ```
+    pub runtime_classes: Option<crate::runtime_class::RuntimeClasses>,
 }

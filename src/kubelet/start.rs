@@ -222,7 +222,15 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let host_dns = std::fs::read_to_string("/etc/resolv.conf")
         .ok()
         .map(|s| HostDns::parse(&s));
+    // The embedder's RuntimeClasses, else (cluster mode) a table the
+    // `runtime-classes` child fills from the API server, else an empty one.
+    let runtime_classes = match (&ext.runtime_classes, &ext.api_client) {
+        (Some(classes), _) => classes.clone(),
+        (None, Some(_)) => crate::runtime_class::RuntimeClasses::unsynced(),
+        (None, None) => crate::runtime_class::RuntimeClasses::new(),
+    };
     let rm_config = RuntimeManagerConfig {
+        runtime_classes: runtime_classes.clone(),
         pod_logs_dir: config.pod_logs_dir.clone(),
         container_logs_dir: config.container_logs_dir.clone(),
         host_dns,
@@ -534,6 +542,15 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             );
             for spec in children {
                 root = root.child(spec);
+            }
+            if ext.runtime_classes.is_none() {
+                let (client, classes) = (client.clone(), runtime_classes.clone());
+                root = root.child(
+                    ChildSpec::new("runtime-classes", move || {
+                        crate::runtime_class::RuntimeClassWatch::new(client.clone(), classes.clone())
+                    })
+                    .criticality(Criticality::NonCritical),
+                );
             }
         }
         None => root = root.child(cluster::local_node_conditions(&config, node_inputs)),

@@ -52,6 +52,8 @@ pub struct RuntimeManagerConfig {
     pub max_parallel_image_pulls: Option<usize>,
     /// The CRI runtime handler for `RunPodSandbox` (`""`: the default).
     pub runtime_handler: String,
+    /// `spec.runtimeClassName` → CRI handler (an unnamed class uses `runtime_handler`).
+    pub runtime_classes: crate::runtime_class::RuntimeClasses,
     /// How pod cgroup parents are named (`cgroupRoot`, `cgroupsPerQOS`, `cgroupDriver`).
     pub cgroup_naming: crate::cm::CgroupNaming,
     /// `<root-dir>/pods`: where per-container termination message files
@@ -78,6 +80,7 @@ impl Default for RuntimeManagerConfig {
             serialize_image_pulls: true,
             max_parallel_image_pulls: None,
             runtime_handler: String::new(),
+            runtime_classes: crate::runtime_class::RuntimeClasses::new(),
             cgroup_naming: crate::cm::CgroupNaming::default(),
             pods_dir: None,
         }

@@ -278,9 +278,22 @@ impl RuntimeManager {
                 e.to_string(),
             );
         }
+        // Upstream `LookupRuntimeHandler`: an unknown class fails the sandbox step.
+        let class = pod.spec.as_ref().and_then(|s| s.runtime_class_name.as_deref());
+        let runtime_handler = match self.config.runtime_classes.lookup(class) {
+            Ok(handler) if handler.is_empty() => self.config.runtime_handler.clone(),
+            Ok(handler) => handler,
+            Err(e) => {
+                return fail(
+                    result,
+                    format!("Failed to create sandbox for pod {target:?}: {e}"),
+                    e.to_string(),
+                );
+            }
+        };
         let req = v1::RunPodSandboxRequest {
             config: Some(config),
-            runtime_handler: self.config.runtime_handler.clone(),
+            runtime_handler,
         };
         let id = match self.runtime.run_pod_sandbox(req).await {
             Ok(resp) => resp.pod_sandbox_id,
