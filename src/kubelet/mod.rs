@@ -7,6 +7,7 @@
 mod api_server;
 mod cluster;
 mod config;
+mod config_flags;
 mod extensions;
 mod handle;
 mod node_facts;
