@@ -8,7 +8,8 @@
 # 3. as root: starts its own containerd (hack/containerd/up.sh, state under
 #    $ACTLET_CONTAINERD_DIR, default /var/lib/actlet-ci), runs the tests that
 #    need a real runtime with ACTLET_REQUIRE_CONTAINERD=1 (so they fail
-#    instead of skipping), and stops that containerd on exit, whatever happens.
+#    instead of skipping) and those that mount a tmpfs with
+#    ACTLET_REQUIRE_ROOT=1, and stops that containerd on exit, whatever happens.
 #    Not root: those tests say loudly that they were skipped.
 # 4. with KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd; default
 #    ../shared/envtest/bin when that exists, as .ci/run sets it) the
@@ -33,6 +34,8 @@ if [ "$(id -u)" -eq 0 ]; then
     trap cleanup EXIT
     ACTLET_CRI_ENDPOINT="$(hack/containerd/up.sh)"
     export ACTLET_CRI_ENDPOINT ACTLET_REQUIRE_CONTAINERD=1
+    # tests that mount (tests/eviction_disk_pressure.rs) fail instead of skipping
+    export ACTLET_REQUIRE_ROOT=1
 else
     echo "WARNING: not root: tests that need containerd will be SKIPPED" >&2
 fi

@@ -158,6 +158,31 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "DRIVER", default_value = "cgroupfs")]
     pub cgroup_driver: String,
 
+    /// Hard eviction thresholds, 'memory.available<100Mi,nodefs.available<10%' (evictionHard).
+    #[arg(long, value_name = "SIGNAL<QUANTITY,...", value_parser = parse_threshold_map,
+          default_value = "imagefs.available<15%,imagefs.inodesFree<5%,memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%")]
+    pub eviction_hard: String,
+
+    /// Soft eviction thresholds, 'memory.available<1.5Gi' (evictionSoft); each needs a grace period.
+    #[arg(long, value_name = "SIGNAL<QUANTITY,...", value_parser = parse_threshold_map, default_value = "")]
+    pub eviction_soft: String,
+
+    /// Grace periods of the soft thresholds, 'memory.available=1m30s' (evictionSoftGracePeriod).
+    #[arg(long, value_name = "SIGNAL=DURATION,...", value_parser = parse_signal_map, default_value = "")]
+    pub eviction_soft_grace_period: String,
+
+    /// How much past a threshold to reclaim, 'memory.available=0Mi,nodefs.available=500Mi' (evictionMinimumReclaim).
+    #[arg(long, value_name = "SIGNAL=QUANTITY,...", value_parser = parse_signal_map, default_value = "")]
+    pub eviction_minimum_reclaim: String,
+
+    /// How long a pressure condition stays after the pressure is gone (evictionPressureTransitionPeriod).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub eviction_pressure_transition_period: Duration,
+
+    /// Maximum grace period (seconds) of pods evicted for a soft threshold (evictionMaxPodGracePeriod).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub eviction_max_pod_grace_period: i64,
+
     /// Maximum number of processes per pod; -1 unlimited (podPidsLimit).
     #[arg(long, value_name = "N", default_value_t = -1, allow_negative_numbers = true)]
     pub pod_max_pids: i64,
@@ -310,6 +335,21 @@ pub struct KubeletFlags {
     /// default `<root-dir>/pki`.
     #[arg(long, value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,
+}
+
+/// Checks a `signal<value,...` flag's shape (its content is validated with
+/// the configuration).
+pub fn parse_threshold_map(s: &str) -> Result<String, String> {
+    crate::eviction::thresholds::flag_map(s, '<')
+        .map(|_| s.to_string())
+        .map_err(|e| format!("{e:?} is not of the form signal<value"))
+}
+
+/// Checks a `signal=value,...` flag's shape.
+pub fn parse_signal_map(s: &str) -> Result<String, String> {
+    crate::eviction::thresholds::flag_map(s, '=')
+        .map(|_| s.to_string())
+        .map_err(|e| format!("{e:?} is not of the form signal=value"))
 }
 
 /// Parses a Go-style duration such as `2m`, `20s`, `1m30s`, `100ms`.

@@ -50,6 +50,7 @@ pub mod container_restart;
 pub mod cri;
 pub mod embed;
 pub mod events;
+pub mod eviction;
 #[doc(hidden)]
 pub mod gc;
 pub mod kubelet;

@@ -149,6 +149,9 @@ async fn the_serving_certificate_is_issued_by_the_cluster_and_rotated_while_serv
         Command::new(env!("CARGO_BIN_EXE_actlet"))
             .arg("--kubeconfig")
             .arg(env.node_kubeconfig(&node))
+            // Eviction runs on the real node stats, but no test here may depend on
+            // how full the host disk is (upstream defaults evict at 10-15% free).
+            .arg("--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%")
             .args(["--hostname-override", &node, "--node-ip", "127.0.0.1"])
             .args(["--container-runtime-endpoint", &sock])
             .arg("--root-dir")

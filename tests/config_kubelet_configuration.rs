@@ -256,9 +256,10 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
         ),
         (50 << 20, 5)
     );
-    for field in ["volumePluginDir", "evictionHard", "rotateCertificates"] {
+    for field in ["volumePluginDir", "rotateCertificates"] {
         assert!(named.contains(field), "{field} warned: {:#?}", r.warnings);
     }
+    assert!(!config.eviction.thresholds.is_empty(), "evictionHard honoured");
     for honoured_or_default in [
         "authentication",
         "clusterDNS",
@@ -280,4 +281,101 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
     }
     // the effective configuration is logged and served masked
     assert_eq!(r.configz()["kubeletconfig"]["cgroupDriver"], "systemd");
+}
+
+/// The eviction settings reach the kubelet from the file and from flags
+/// (`evictionHard` replaces the defaults unless `mergeDefaultEvictionSettings`),
+/// and bad thresholds are refused naming the field and the file.
+#[test]
+fn eviction_settings_from_file_and_flags() {
+    use actlet::eviction::{Signal, Value};
+    let tmp = tempfile::tempdir().unwrap();
+    let config = |r: &Resolved| {
+        let mut c = KubeletConfig::from_flags(&r.flags, "node-a").unwrap();
+        r.apply_to(&mut c);
+        c.eviction
+    };
+    // Defaults: upstream's five hard thresholds, 5m transition.
+    let e = config(&run(&[]).unwrap());
+    let mut signals: Vec<Signal> = e.thresholds.iter().map(|t| t.signal).collect();
+    signals.sort();
+    assert!(signals.contains(&Signal::MemoryAvailable) && signals.contains(&Signal::ImageFsAvailable));
+    assert!(
+        signals.contains(&Signal::AllocatableMemoryAvailable),
+        "enforceNodeAllocatable=pods adds the twin"
+    );
+    assert_eq!(e.pressure_transition_period, Duration::from_secs(300));
+
+    let file = write(
+        tmp.path(),
+        "evict.yaml",
+        "evictionHard:\n  memory.available: 1Gi\nevictionSoft:\n  nodefs.available: 20%\n\
+         evictionSoftGracePeriod:\n  nodefs.available: 1m30s\nevictionMinimumReclaim:\n  memory.available: 500Mi\n\
+         evictionPressureTransitionPeriod: 1m\nevictionMaxPodGracePeriod: 60\nenforceNodeAllocatable: []\n",
+    );
+    let e = config(&run(&["--config", file.to_str().unwrap()]).unwrap());
+    assert_eq!(
+        e.thresholds.len(),
+        2,
+        "evictionHard replaces the defaults: {:?}",
+        e.thresholds
+    );
+    let mem = e
+        .thresholds
+        .iter()
+        .find(|t| t.signal == Signal::MemoryAvailable)
+        .unwrap();
+    assert_eq!(
+        (mem.value, mem.min_reclaim),
+        (Value::Quantity(1 << 30), Some(Value::Quantity(500 << 20)))
+    );
+    let soft = e
+        .thresholds
+        .iter()
+        .find(|t| t.signal == Signal::NodeFsAvailable)
+        .unwrap();
+    assert_eq!(
+        (soft.value, soft.grace_period),
+        (Value::Percentage(0.2), Duration::from_secs(90))
+    );
+    assert_eq!(
+        (e.pressure_transition_period, e.max_pod_grace_period),
+        (Duration::from_secs(60), 60)
+    );
+
+    // mergeDefaultEvictionSettings keeps the defaults for keys not given.
+    let file = write(
+        tmp.path(),
+        "merge.yaml",
+        "evictionHard:\n  memory.available: 1Gi\nmergeDefaultEvictionSettings: true\nenforceNodeAllocatable: []\n",
+    );
+    let e = config(&run(&["--config", file.to_str().unwrap()]).unwrap());
+    assert_eq!(e.thresholds.len(), 5, "{:?}", e.thresholds);
+
+    // The flag replaces the default thresholds.
+    let e = config(&run(&["--eviction-hard=pid.available<1000"]).unwrap());
+    assert_eq!(e.thresholds.len(), 1);
+    assert_eq!(e.thresholds[0].signal, Signal::PidAvailable);
+
+    for (body, needle) in [
+        (
+            "evictionHard:\n  memory.free: 1Gi\n",
+            "evictionHard: unsupported eviction signal memory.free",
+        ),
+        (
+            "evictionSoft:\n  memory.available: 1Gi\n",
+            "grace period must be specified for the soft eviction threshold memory.available",
+        ),
+        (
+            "evictionHard:\n  nodefs.available: 120%\n",
+            "eviction percentage threshold nodefs.available must be <= 100%: 120%",
+        ),
+    ] {
+        let file = write(tmp.path(), "bad-evict.yaml", body);
+        let e = run(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
+        assert!(e.contains(needle), "{body:?}: {e}");
+        assert!(e.contains(file.to_str().unwrap()), "names the file: {e}");
+    }
+    let m = Cli::command().try_get_matches_from(["actlet", "--eviction-hard=memory.available=1Gi"]);
+    assert!(m.unwrap_err().to_string().contains("is not of the form signal<value"));
 }

@@ -93,6 +93,9 @@ fn start_actlet(dir: &Path, node: &str, kubeconfig: &Path, endpoint: &str) -> Pr
     let child = Command::new(env!("CARGO_BIN_EXE_actlet"))
         .arg("--kubeconfig")
         .arg(kubeconfig)
+        // Eviction runs on the real node stats, but no test here may depend on
+        // how full the host disk is (upstream defaults evict at 10-15% free).
+        .arg("--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%")
         .args(["--hostname-override", node, "--node-ip", "10.0.0.1"])
         .args(["--container-runtime-endpoint", endpoint])
         .arg("--root-dir")

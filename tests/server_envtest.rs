@@ -98,6 +98,9 @@ async fn kubectl_logs_through_the_api_server_and_tokens_via_token_review() {
         Command::new(env!("CARGO_BIN_EXE_actlet"))
             .arg("--kubeconfig")
             .arg(env.node_kubeconfig(&node))
+            // Eviction runs on the real node stats, but no test here may depend on
+            // how full the host disk is (upstream defaults evict at 10-15% free).
+            .arg("--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%")
             .args(["--hostname-override", &node, "--node-ip", "127.0.0.1"])
             .args(["--container-runtime-endpoint", &sock])
             .arg("--root-dir")
@@ -313,6 +316,9 @@ async fn kubectl_exec_and_logs_follow_on_containerd() {
         Command::new(env!("CARGO_BIN_EXE_actlet"))
             .arg("--kubeconfig")
             .arg(env.node_kubeconfig(&node))
+            // Eviction runs on the real node stats, but no test here may depend on
+            // how full the host disk is (upstream defaults evict at 10-15% free).
+            .arg("--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%")
             .args(["--hostname-override", &node, "--node-ip", "127.0.0.1"])
             .args(["--container-runtime-endpoint", &endpoint])
             .arg("--root-dir")

@@ -235,6 +235,7 @@ fn terminal_override_and_terminal_phases_stick() {
         phase: Phase::Failed,
         reason: s("Evicted"),
         message: s("low on memory"),
+        disruption: true,
     };
     let st = generate_api_pod_status(&StatusInput {
         terminal_override: Some(evicted),
@@ -245,6 +246,13 @@ fn terminal_override_and_terminal_phases_stick() {
         ("Failed", Some("Evicted"), Some("low on memory"))
     );
     assert_eq!(cond(&st, "Ready").1.as_deref(), Some("PodFailed"));
+    let dt = st.conditions.iter().flatten().find(|c| c.type_ == "DisruptionTarget");
+    let dt = dt.expect("an eviction adds DisruptionTarget");
+    assert_eq!(
+        (dt.status.as_str(), dt.reason.as_deref()),
+        ("True", Some("TerminationByKubelet"))
+    );
+    assert_eq!(dt.message.as_deref(), Some("low on memory"));
 
     // The manager's terminal phase (and its reason) survive a running runtime.
     let st2 = generate_api_pod_status(&StatusInput {
@@ -252,6 +260,13 @@ fn terminal_override_and_terminal_phases_stick() {
         ..StatusInput::new(&p, &rt, at(2))
     });
     assert_eq!((phase(&st2), st2.reason.as_deref()), ("Failed", Some("Evicted")));
+    let kept = st2
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| c.type_ == "DisruptionTarget")
+        .count();
+    assert_eq!(kept, 1, "DisruptionTarget kept from the manager's status, once");
 
     // So does the API's.
     let mut api_done = p.clone();

@@ -101,6 +101,7 @@ pub(super) struct NodeInputs {
     pub observers: Vec<SupervisedRecipient<NodeConditionChanged>>,
     pub handle: NodeHandle,
     pub events: EventRecorder,
+    pub eviction: crate::eviction::EvictionHandle,
 }
 
 /// The two API clients: bulk (rate limited) and heartbeat (short timeout).
@@ -146,6 +147,7 @@ pub(super) fn late(
         report_frequency: config.node_status_report_frequency,
         wall_clock: config.wall_clock.clone(),
         handle: node.handle.clone(),
+        eviction: node.eviction.clone(),
     };
     // The Lease tells the pod watch when the API server answers again.
     let reachability = ApiReachability::default();
@@ -186,6 +188,7 @@ pub(super) fn local_node_conditions(config: &KubeletConfig, node: NodeInputs) ->
             period,
             clock.clone(),
         )
+        .with_eviction(node.eviction.clone())
     })
     .into()
 }

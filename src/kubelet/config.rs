@@ -335,6 +335,18 @@ pub struct KubeletConfig {
     /// c.image_fs = actlet::gc::ImageFsSource(Arc::new(actlet::gc::FixedCapacity(1 << 30)));
     /// ```
     pub image_fs: crate::gc::ImageFsSource,
+    /// Node-pressure eviction: thresholds (`evictionHard`, `evictionSoft`,
+    /// …) and where the node summary comes from. Empty by default here (an
+    /// embedded kubelet evicts only when asked); the node daemon gets
+    /// upstream's `evictionHard` defaults from its configuration.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// use actlet::eviction::{ThresholdSettings, parse_thresholds};
+    /// let hard = [("memory.available".to_string(), "500Mi".to_string())].into();
+    /// c.eviction.thresholds = parse_thresholds(&ThresholdSettings { hard, ..Default::default() }, false).unwrap();
+    /// ```
+    pub eviction: crate::eviction::EvictionConfig,
     /// `clusterDNS`: nameservers of `ClusterFirst` pods (empty: such pods
     /// fall back to the host's DNS with a `MissingClusterDNS` event).
     ///
@@ -473,6 +485,7 @@ impl KubeletConfig {
             image_minimum_gc_age: Duration::from_secs(120),
             image_maximum_gc_age: Duration::ZERO,
             image_fs: crate::gc::ImageFsSource::default(),
+            eviction: crate::eviction::EvictionConfig::default(),
             cluster_dns: Vec::new(),
             cluster_domain: String::new(),
             server_addr: None,

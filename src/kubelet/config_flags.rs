@@ -77,6 +77,7 @@ impl KubeletConfig {
         c.kube_reserved = parse_reserved(&flags.kube_reserved).map_err(invalid("--kube-reserved"))?;
         c.system_reserved = parse_reserved(&flags.system_reserved).map_err(invalid("--system-reserved"))?;
         c.cgroups = cgroup_settings(flags)?;
+        c.eviction = eviction_settings(flags, c.cgroups.enforce_node_allocatable.iter().any(|l| l == "pods"))?;
         c.container_log_policy.max_size = crate::logrotate::LogRotatePolicy::parse_size(&flags.container_log_max_size)
             .map_err(invalid("--container-log-max-size"))?;
         if flags.container_log_max_files < 2 {
@@ -154,6 +155,44 @@ const ENFORCE_LEVELS: &[&str] = &[
     "kube-reserved-compressible",
     "none",
 ];
+
+/// The eviction settings of the flags (upstream `ParseThresholdConfig`).
+fn eviction_settings(flags: &KubeletFlags, enforce_pods: bool) -> Result<crate::eviction::EvictionConfig, ConfigError> {
+    use crate::eviction::thresholds::{ThresholdSettings, flag_map, parse_thresholds};
+    let map = |field: &'static str, v: &str, sep: char| {
+        flag_map(v, sep).map_err(|e| ConfigError {
+            field,
+            reason: format!("{e:?} is not of the form signal{sep}value"),
+        })
+    };
+    let settings = ThresholdSettings {
+        hard: map("--eviction-hard", &flags.eviction_hard, '<')?,
+        soft: map("--eviction-soft", &flags.eviction_soft, '<')?,
+        soft_grace_period: map("--eviction-soft-grace-period", &flags.eviction_soft_grace_period, '=')?,
+        minimum_reclaim: map("--eviction-minimum-reclaim", &flags.eviction_minimum_reclaim, '=')?,
+    };
+    let field = if flags.eviction_soft.is_empty() {
+        "--eviction-hard"
+    } else {
+        "--eviction-hard/--eviction-soft"
+    };
+    let thresholds = parse_thresholds(&settings, enforce_pods).map_err(|e| ConfigError {
+        field,
+        reason: e.to_string(),
+    })?;
+    if flags.eviction_max_pod_grace_period < 0 {
+        return Err(ConfigError {
+            field: "--eviction-max-pod-grace-period",
+            reason: format!("{} must not be negative", flags.eviction_max_pod_grace_period),
+        });
+    }
+    Ok(crate::eviction::EvictionConfig {
+        thresholds,
+        pressure_transition_period: flags.eviction_pressure_transition_period,
+        max_pod_grace_period: flags.eviction_max_pod_grace_period,
+        ..Default::default()
+    })
+}
 
 /// The container manager settings of the flags, validated as upstream.
 fn cgroup_settings(flags: &KubeletFlags) -> Result<crate::cm::CmConfig, ConfigError> {

@@ -242,6 +242,15 @@ pub struct Kubelet {
     /// # });
     /// ```
     pub probes: crate::prober::store::ProbeStore,
+    /// Node pressure as the eviction manager sees it (shared, read-only use).
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// # let node = actlet::testing::TestNode::start();
+    /// assert!(node.kubelet().eviction.pressures().is_empty()); // no thresholds, no pressure
+    /// # });
+    /// ```
+    pub eviction: crate::eviction::EvictionHandle,
 }
 
 impl Kubelet {

@@ -15,7 +15,7 @@ use crate::server::actor::Routes;
 use crate::server::metrics::KubeletMetrics;
 use crate::server::secure::ApiServerError;
 use crate::server::{HttpServer, ReadOnlyStats, ServerAddrs, ServerState};
-use crate::stats::{CpuUsageCache, StatsProvider, StatsSettings};
+use crate::stats::StatsProvider;
 
 /// What the servers read.
 pub(super) struct ServerInputs {
@@ -25,8 +25,6 @@ pub(super) struct ServerInputs {
     pub runtime: SharedRuntime,
     /// Runtime pod statuses.
     pub cache: PodCache,
-    /// The pod cgroups (stats fallback).
-    pub cgroups: crate::cm::ContainerManager,
     /// `/metrics`.
     pub metrics: Arc<KubeletMetrics>,
     /// The tree, once started (`/debug/actors`, actor metrics).
@@ -35,6 +33,8 @@ pub(super) struct ServerInputs {
     pub node_ip: Option<String>,
     /// TokenReview and SubjectAccessReview client (cluster mode).
     pub api_client: Option<kube::Client>,
+    /// The stats provider (shared with the eviction manager).
+    pub stats: StatsProvider,
 }
 
 /// The addresses each server bound (empty until bound, or when off).
@@ -62,19 +62,7 @@ pub(super) fn add_servers(
     };
     // The stats provider (and its CPU sample cache) outlives restarts of
     // the servers: the read-only port and 10250 share it.
-    let stats = StatsProvider::new(
-        StatsSettings {
-            node_name: config.node_name.clone(),
-            root_dir: config.root_dir.clone(),
-            pod_logs_dir: config.pod_logs_dir.clone(),
-            proc_root: "/proc".into(),
-            cgroup_mount: config.cgroups.cgroup_mount.clone(),
-        },
-        inputs.runtime.clone(),
-        inputs.state.pods.clone(),
-        Some(inputs.cgroups),
-        CpuUsageCache::default(),
-    );
+    let stats = inputs.stats.clone();
     let server = |name: &'static str, addr: SocketAddr, routes: Routes, b: &ServerAddrs| {
         let (st, b) = (inputs.state.clone(), b.clone());
         let extras = (routes == Routes::ReadOnly).then(|| ReadOnlyStats {

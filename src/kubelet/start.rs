@@ -264,6 +264,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             .with_events(events.clone()),
     );
 
+    // Per-pod lifecycle records: owned by nobody that can crash.
+    let pod_sync_statuses = PodSyncStatuses::default();
     let volumes = crate::volumes::assemble(crate::volumes::VolumeInputs {
         root_dir: config.root_dir.clone(),
         objects: match &ext.api_client {
@@ -276,6 +278,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         env: manager.config().env_context(&[]),
         resync: config.sync.sync_frequency,
         period: crate::volumes::actor::RECONCILE_PERIOD,
+        terminated: Some(pod_sync_statuses.clone()),
     });
 
     let heartbeat = SyncLoopHeartbeat::default();
@@ -329,6 +332,23 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         cpu_cfs_quota: manager.config().cpu_cfs_quota,
         events: events.clone(),
     });
+    // The stats provider (and its CPU sample cache) outlives restarts of
+    // its readers: the read-only port, 10250 and the eviction manager.
+    let stats = crate::stats::StatsProvider::new(
+        crate::stats::StatsSettings {
+            node_name: config.node_name.clone(),
+            root_dir: config.root_dir.clone(),
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            proc_root: "/proc".into(),
+            cgroup_mount: config.cgroups.cgroup_mount.clone(),
+        },
+        runtime.clone(),
+        pods.clone(),
+        Some(cm.handle.clone()),
+        crate::stats::CpuUsageCache::default(),
+    );
+    // Node pressure and the eviction tracker: owned by nobody that can crash.
+    let eviction = crate::eviction::EvictionHandle::default();
     let deps = WorkerDeps {
         runtime: manager,
         cache: cache.clone(),
@@ -346,8 +366,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let sync_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
     let (mc, scl) = (me_cell.clone(), sync_cell.clone());
-    // Per-pod lifecycle records: owned by nobody that can crash.
-    let pod_sync_statuses = PodSyncStatuses::default();
     let pss = pod_sync_statuses.clone();
     let workers = ChildSpec::new("pod-workers-manager", move || {
         let me = mc
@@ -382,9 +400,11 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
     let gc_sync_state = sync_state.clone();
     let forget = status_ref.recipient();
+    let ev_admit = eviction.clone();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
+            .with_eviction(ev_admit.clone())
             .with_sysctls(sysctls.clone())
             .with_events(ev.clone())
             .with_state(sync_state.clone(), pss.clone())
@@ -481,6 +501,26 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         })
         .criticality(Criticality::NonCritical),
     );
+    if let Some(spec) = eviction_manager(
+        &config,
+        crate::eviction::EvictionDeps {
+            config: config.eviction.clone(),
+            source: config
+                .eviction
+                .summary
+                .clone()
+                .unwrap_or_else(|| crate::eviction::SummarySource::new(stats.clone())),
+            pods: pods.clone(),
+            pod_sync_statuses: pod_sync_statuses.clone(),
+            workers: workers_ref.recipient(),
+            events: events.clone(),
+            handle: eviction.clone(),
+            allocatable_memory: Some(allocatable_memory(&config, &facts)),
+            evictions: Some(metrics.evictions()),
+        },
+    ) {
+        root = root.child(spec);
+    }
     for spec in crate::gc::children(crate::gc::GcInputs {
         config: &config,
         runtime: runtime.clone(),
@@ -524,6 +564,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         observers: ext.node_observers.clone(),
         handle: node_handle.clone(),
         events: events.clone(),
+        eviction: eviction.clone(),
     };
     match &ext.api_client {
         Some(client) => {
@@ -579,11 +620,11 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         state,
         runtime: runtime.clone(),
         cache: cache.clone(),
-        cgroups: cm.handle.clone(),
         metrics: metrics.clone(),
         tree: tree_cell.clone(),
         node_ip: node_ip.clone(),
         api_client: ext.api_client.clone(),
+        stats,
     };
     let (root, bound) = super::servers::add_servers(root, &config, &facts, inputs)?;
     metrics.attach(&config.node_name, cache.clone(), tree_cell.clone());
@@ -607,5 +648,31 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         node: node_handle,
         pod_sync_statuses,
         probes: probe_store,
+        eviction,
     })
+}
+
+/// Node allocatable memory before the hard eviction threshold (upstream
+/// `GetNodeAllocatable`: capacity minus kube and system reserved).
+fn allocatable_memory(config: &KubeletConfig, facts: &NodeFacts) -> i64 {
+    let reserved = config.kube_reserved.plus(config.system_reserved);
+    (facts.memory_bytes - reserved.memory_bytes).max(0)
+}
+
+/// The `eviction-manager` child, when any threshold is configured.
+fn eviction_manager(
+    config: &KubeletConfig,
+    deps: crate::eviction::EvictionDeps,
+) -> Option<crate::actors::supervisor::AnyChildSpec> {
+    if config.eviction.thresholds.is_empty() {
+        tracing::info!("no eviction thresholds configured: eviction manager off");
+        return None;
+    }
+    Some(
+        ChildSpec::new("eviction-manager", move || {
+            crate::eviction::EvictionManager::new(deps.clone())
+        })
+        .shutdown_timeout(Duration::from_secs(5))
+        .into(),
+    )
 }

@@ -126,6 +126,13 @@ pub fn apply(kc: &mut KubeletConfiguration) {
     unset(&mut kc.eviction_hard, default_eviction_hard());
     zero(&mut kc.eviction_pressure_transition_period, GoDuration::secs(300));
     unset(&mut kc.merge_default_eviction_settings, false);
+    if kc.merge_default_eviction_settings == Some(true) {
+        // Upstream: keys not given keep their defaults instead of turning off.
+        let hard = kc.eviction_hard.get_or_insert_with(BTreeMap::new);
+        for (k, v) in default_eviction_hard() {
+            hard.entry(k).or_insert(v);
+        }
+    }
     unset(&mut kc.enable_controller_attach_detach, true);
     unset(&mut kc.make_ip_tables_util_chains, true);
     unset(&mut kc.iptables_masquerade_bit, 14);

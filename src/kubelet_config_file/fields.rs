@@ -97,13 +97,13 @@ pub const FIELDS: &[(&str, Support)] = &[
     ("kubeAPIBurst", H),
     ("serializeImagePulls", H),
     ("maxParallelImagePulls", H),
-    ("evictionHard", N),
-    ("evictionSoft", N),
-    ("evictionSoftGracePeriod", N),
-    ("evictionPressureTransitionPeriod", N),
-    ("evictionMaxPodGracePeriod", N),
-    ("evictionMinimumReclaim", N),
-    ("mergeDefaultEvictionSettings", N),
+    ("evictionHard", H),
+    ("evictionSoft", H),
+    ("evictionSoftGracePeriod", H),
+    ("evictionPressureTransitionPeriod", H),
+    ("evictionMaxPodGracePeriod", H),
+    ("evictionMinimumReclaim", H),
+    ("mergeDefaultEvictionSettings", H),
     ("podsPerCore", N),
     ("enableControllerAttachDetach", N),
     ("protectKernelDefaults", N),
@@ -159,7 +159,8 @@ pub const FIELDS: &[(&str, Support)] = &[
 ///
 /// ```
 /// use actlet::kubelet_config_file::fields::{support, Support};
-/// assert_eq!(support("evictionHard.memory.available"), Some(("evictionHard", Support::NotImplemented)));
+/// assert_eq!(support("evictionHard.memory.available"), Some(("evictionHard", Support::Honoured)));
+/// assert_eq!(support("kubeReservedCgroup"), Some(("kubeReservedCgroup", Support::NotImplemented)));
 /// assert_eq!(support("logging.verbosity"), Some(("logging.verbosity", Support::Honoured)));
 /// assert_eq!(support("logging.format"), Some(("logging", Support::NotImplemented)));
 /// ```
@@ -285,23 +286,24 @@ mod tests {
             ("maxPods".to_string(), file.clone()),
             ("evictionHard.memory.available".to_string(), file.clone()),
             ("evictionHard.nodefs.available".to_string(), file.clone()),
+            ("podsPerCore".to_string(), file.clone()),
             ("iptablesDropBit".to_string(), file.clone()),
             ("logging.verbosity".to_string(), file.clone()),
             ("logging.format".to_string(), file.clone()),
         ]);
         let defaults = serde_json::json!({"maxPods": 110, "logging": {"verbosity": 0, "format": "text"}, "iptablesDropBit": 15,
-            "evictionHard": {"memory.available": "100Mi"}});
+            "evictionHard": {"memory.available": "100Mi"}, "podsPerCore": 0});
         let effective = serde_json::json!({"maxPods": 10, "logging": {"verbosity": 2, "format": "json"}, "iptablesDropBit": 16,
-            "evictionHard": {"memory.available": "1Gi"}});
+            "evictionHard": {"memory.available": "1Gi"}, "podsPerCore": 4});
         let w = warnings(&origins, &effective, &defaults);
         assert_eq!(w.len(), 3, "{w:?}");
         let w2 = warnings(&origins, &defaults, &defaults);
         assert!(w2.is_empty(), "a field set to its default changes nothing: {w2:?}");
+        assert!(w[0].starts_with("iptablesDropBit: deprecated upstream"));
+        assert!(w[1].starts_with("logging: not implemented"));
         assert_eq!(
-            w[0],
-            "evictionHard: not implemented by actlet; the value is accepted and ignored (set in /etc/kubernetes/kubelet.conf)"
+            w[2],
+            "podsPerCore: not implemented by actlet; the value is accepted and ignored (set in /etc/kubernetes/kubelet.conf)"
         );
-        assert!(w[1].starts_with("iptablesDropBit: deprecated upstream"));
-        assert!(w[2].starts_with("logging: not implemented"));
     }
 }

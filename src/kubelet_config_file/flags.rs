@@ -158,6 +158,41 @@ pub fn overlay(
     if set("cgroup_driver", "cgroupDriver", "--cgroup-driver") {
         kc.cgroup_driver = Some(flags.cgroup_driver.clone());
     }
+    let thresholds = |v: &str, sep| crate::eviction::thresholds::flag_map(v, sep).unwrap_or_default();
+    if set("eviction_hard", "evictionHard", "--eviction-hard") {
+        kc.eviction_hard = Some(thresholds(&flags.eviction_hard, '<'));
+    }
+    if set("eviction_soft", "evictionSoft", "--eviction-soft") {
+        kc.eviction_soft = Some(thresholds(&flags.eviction_soft, '<'));
+    }
+    if set(
+        "eviction_soft_grace_period",
+        "evictionSoftGracePeriod",
+        "--eviction-soft-grace-period",
+    ) {
+        kc.eviction_soft_grace_period = Some(thresholds(&flags.eviction_soft_grace_period, '='));
+    }
+    if set(
+        "eviction_minimum_reclaim",
+        "evictionMinimumReclaim",
+        "--eviction-minimum-reclaim",
+    ) {
+        kc.eviction_minimum_reclaim = Some(thresholds(&flags.eviction_minimum_reclaim, '='));
+    }
+    if set(
+        "eviction_pressure_transition_period",
+        "evictionPressureTransitionPeriod",
+        "--eviction-pressure-transition-period",
+    ) {
+        kc.eviction_pressure_transition_period = Some(secs(flags.eviction_pressure_transition_period));
+    }
+    if set(
+        "eviction_max_pod_grace_period",
+        "evictionMaxPodGracePeriod",
+        "--eviction-max-pod-grace-period",
+    ) {
+        kc.eviction_max_pod_grace_period = Some(i32::try_from(flags.eviction_max_pod_grace_period).unwrap_or(i32::MAX));
+    }
     if set("pod_max_pids", "podPidsLimit", "--pod-max-pids") {
         kc.pod_pids_limit = Some(flags.pod_max_pids);
     }
@@ -355,6 +390,24 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
         f.cgroup_driver = driver;
     }
     f.pod_max_pids = kc.pod_pids_limit.unwrap_or(f.pod_max_pids);
+    let joined = |m: &Option<BTreeMap<String, String>>, sep: char| {
+        m.iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}{sep}{v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    f.eviction_hard = joined(&kc.eviction_hard, '<');
+    f.eviction_soft = joined(&kc.eviction_soft, '<');
+    f.eviction_soft_grace_period = joined(&kc.eviction_soft_grace_period, '=');
+    f.eviction_minimum_reclaim = joined(&kc.eviction_minimum_reclaim, '=');
+    f.eviction_pressure_transition_period = dur(
+        kc.eviction_pressure_transition_period,
+        f.eviction_pressure_transition_period,
+    );
+    f.eviction_max_pod_grace_period = kc
+        .eviction_max_pod_grace_period
+        .map_or(f.eviction_max_pod_grace_period, i64::from);
     if let Some(levels) = &kc.enforce_node_allocatable {
         f.enforce_node_allocatable = levels.clone();
     }

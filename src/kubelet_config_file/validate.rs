@@ -37,6 +37,9 @@ pub fn validate(kc: &KubeletConfiguration) -> Vec<Invalid> {
             message: format!("invalid configuration: {message}"),
         })
     };
+    for (field, message) in eviction_problems(kc) {
+        bad(field, message);
+    }
     let i = |v: Option<i32>| v.unwrap_or(0);
     let d = |v: Option<GoDuration>| v.unwrap_or_default();
     if i(kc.node_lease_duration_seconds) <= 0 {
@@ -378,6 +381,51 @@ fn actlet_limits(kc: &KubeletConfiguration, bad: &mut impl FnMut(&'static str, S
             bad(field, format!("{field} {v:?} is not an IP address"));
         }
     }
+}
+
+/// The eviction maps, parsed as the kubelet will parse them at start.
+fn eviction_problems(kc: &KubeletConfiguration) -> Vec<(&'static str, String)> {
+    use crate::eviction::thresholds::{ThresholdSettings, parse_thresholds};
+    let m = |v: &Option<std::collections::BTreeMap<String, String>>| v.clone().unwrap_or_default();
+    let checks = [
+        (
+            "evictionHard",
+            ThresholdSettings {
+                hard: m(&kc.eviction_hard),
+                ..Default::default()
+            },
+        ),
+        (
+            "evictionSoft",
+            ThresholdSettings {
+                soft: m(&kc.eviction_soft),
+                soft_grace_period: m(&kc.eviction_soft_grace_period),
+                ..Default::default()
+            },
+        ),
+        (
+            "evictionMinimumReclaim",
+            ThresholdSettings {
+                minimum_reclaim: m(&kc.eviction_minimum_reclaim),
+                ..Default::default()
+            },
+        ),
+    ];
+    let mut out: Vec<(&'static str, String)> = checks
+        .into_iter()
+        .filter_map(|(field, s)| {
+            parse_thresholds(&s, false)
+                .err()
+                .map(|e| (field, format!("{field}: {e}")))
+        })
+        .collect();
+    if kc.eviction_max_pod_grace_period.is_some_and(|v| v < 0) {
+        out.push((
+            "evictionMaxPodGracePeriod",
+            "evictionMaxPodGracePeriod must not be negative".into(),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

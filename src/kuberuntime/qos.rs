@@ -217,11 +217,15 @@ fn pod_level_resources(pod: &Pod) -> Option<(Amounts<'static>, Amounts<'static>)
     (!requests.is_empty() || !limits.is_empty()).then_some((requests, limits))
 }
 
-/// Upstream `IsCriticalPod`: static, mirror, or priority ≥ system-critical.
+/// Upstream `IsCriticalPod`: static (from the file or HTTP source; an
+/// embedder's own sources are not static, as [`PodSource::is_static`]
+/// says), mirror, or priority ≥ system-critical.
+///
+/// [`PodSource::is_static`]: crate::messages::pod_update::PodSource::is_static
 pub fn is_critical_pod(pod: &Pod) -> bool {
     let annotations = pod.metadata.annotations.as_ref();
     let source = annotations.and_then(|a| a.get("kubernetes.io/config.source"));
-    let is_static = source.is_some_and(|s| s != "api");
+    let is_static = source.is_some_and(|s| s == "file" || s == "http");
     let is_mirror = annotations.is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
     let priority = pod.spec.as_ref().and_then(|s| s.priority);
     is_static || is_mirror || priority.is_some_and(|p| p >= SYSTEM_CRITICAL_PRIORITY)

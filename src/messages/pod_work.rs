@@ -88,7 +88,7 @@ pub struct KillOptions {
 /// ```
 /// use actlet::messages::pod_work::{KillOptions, KillStatus};
 /// let evict = KillOptions {
-///     status: Some(KillStatus { phase: "Failed".into(), reason: "Evicted".into(), message: "The node was low on resource: memory.".into() }),
+///     status: Some(KillStatus { phase: "Failed".into(), reason: "Evicted".into(), message: "The node was low on resource: memory. ".into(), disruption: true }),
 ///     ..Default::default()
 /// };
 /// assert_eq!(evict.status.unwrap().reason, "Evicted");
@@ -101,6 +101,9 @@ pub struct KillStatus {
     pub reason: String,
     /// Human-readable message.
     pub message: String,
+    /// The kubelet disrupts the pod (eviction, node shutdown): the status
+    /// gets a `DisruptionTarget` condition, reason `TerminationByKubelet`.
+    pub disruption: bool,
 }
 
 /// SyncLoop → PodWorkers: work for the worker of `pod`'s UID.

@@ -63,6 +63,7 @@ pub fn kill_status() -> KillStatus {
         phase: "Failed".into(),
         reason: REASON.into(),
         message: MESSAGE.into(),
+        disruption: false,
     }
 }
 

@@ -136,6 +136,7 @@ pub fn publish_status(
             phase: Phase::parse(Some(k.phase.as_str())).unwrap_or(Phase::Failed),
             reason: k.reason.clone(),
             message: k.message.clone(),
+            disruption: k.disruption,
         }),
         resize_in_progress: deps.runtime.resize_in_progress(pod, runtime),
         ..StatusInput::new(pod, runtime, deps.wall_clock.now())

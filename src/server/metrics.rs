@@ -76,6 +76,7 @@ pub struct KubeletMetrics {
     pleg_relist: Histogram,
     pleg_interval: Histogram,
     pods: Arc<super::pod_metrics::PodMetrics>,
+    evictions: Family<Labels, prometheus_client::metrics::gauge::Gauge>,
 }
 
 impl std::fmt::Debug for KubeletMetrics {
@@ -119,6 +120,14 @@ impl KubeletMetrics {
             pleg_interval.clone(),
         );
         let pods = super::pod_metrics::PodMetrics::register(&mut registry);
+        // Upstream's counter is named without `_total`; a counter here would
+        // get the suffix, so it is exposed as a gauge that only goes up.
+        let evictions = Family::<Labels, prometheus_client::metrics::gauge::Gauge>::default();
+        registry.register(
+            "kubelet_evictions",
+            "Cumulative number of pod evictions by eviction signal",
+            evictions.clone(),
+        );
         let rest = crate::cluster::rest_client_metrics();
         registry.register(
             "rest_client_requests",
@@ -138,12 +147,18 @@ impl KubeletMetrics {
             pleg_relist,
             pleg_interval,
             pods,
+            evictions,
         })
     }
 
     /// The pod start and pod worker histograms.
     pub fn pods(&self) -> &Arc<super::pod_metrics::PodMetrics> {
         &self.pods
+    }
+
+    /// `kubelet_evictions{eviction_signal}` (give it to the eviction manager).
+    pub fn evictions(&self) -> Family<Labels, prometheus_client::metrics::gauge::Gauge> {
+        self.evictions.clone()
     }
 
     /// The PLEG's relist histogram (give it to the PLEG's health handle).

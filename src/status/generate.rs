@@ -13,7 +13,7 @@ use super::container_statuses::{ContainerKind, ConvertContext, convert_container
 use super::phase::{Phase, get_phase};
 use super::pod_predicates::{is_host_network, spec};
 use super::probe_results::ProbeResults;
-use super::reasons::{DISRUPTION_TARGET, is_kubelet_condition};
+use super::reasons::{DISRUPTION_TARGET, TERMINATION_BY_KUBELET, is_kubelet_condition};
 use crate::kuberuntime::pod_status::{RuntimePodStatus, SandboxState};
 
 /// The container ID scheme used when the input names none.
@@ -32,6 +32,9 @@ pub struct TerminalOverride {
     pub reason: String,
     /// `status.message`.
     pub message: String,
+    /// Add a `DisruptionTarget` condition (reason `TerminationByKubelet`,
+    /// the message above), as upstream's eviction and shutdown managers do.
+    pub disruption: bool,
 }
 
 /// Everything [`generate_api_pod_status`] reads. Build it with
@@ -232,6 +235,19 @@ fn build_conditions(
             Some(c) => *c = dt.clone(),
             None => conds.push(dt.clone()),
         }
+    }
+    if let Some(o) = input.terminal_override.as_ref().filter(|o| o.disruption)
+        && !conds.iter().any(|c| c.type_ == DISRUPTION_TARGET && c.status == "True")
+    {
+        conds.retain(|c| c.type_ != DISRUPTION_TARGET);
+        conds.push(PodCondition {
+            type_: DISRUPTION_TARGET.into(),
+            status: "True".into(),
+            reason: Some(TERMINATION_BY_KUBELET.into()),
+            message: Some(o.message.clone()),
+            last_transition_time: Some(Time(input.now)),
+            ..Default::default()
+        });
     }
     let statuses: Vec<ContainerStatus> = s
         .init_container_statuses

@@ -45,6 +45,8 @@ pub const CONTAINERS_READY: &str = "ContainersReady";
 pub const READY: &str = "Ready";
 /// Condition type `DisruptionTarget` (shared by the kubelet and controllers).
 pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
+/// `DisruptionTarget`'s reason when the kubelet evicts or shuts down a pod.
+pub const TERMINATION_BY_KUBELET: &str = "TerminationByKubelet";
 
 /// Condition status `True`.
 pub const TRUE: &str = "True";

@@ -101,6 +101,7 @@ impl SyncLoopHeartbeat {
 pub struct SyncLoop {
     admission: Option<(NodeAllocatable, StatusCache)>,
     sysctls: Option<crate::sysctl::Allowlist>,
+    eviction: Option<crate::eviction::EvictionHandle>,
     events: EventRecorder,
     state: SyncLoopState,
     usage: Usage,
@@ -130,6 +131,7 @@ impl SyncLoop {
         Self {
             admission: None,
             sysctls: None,
+            eviction: None,
             events: EventRecorder::disabled(),
             state: SyncLoopState::default(),
             usage: Usage::default(),
@@ -178,6 +180,13 @@ impl SyncLoop {
         self
     }
 
+    /// Rejects pods the node's pressure forbids (`Evicted`, upstream's
+    /// eviction admit handler, checked first).
+    pub fn with_eviction(mut self, eviction: crate::eviction::EvictionHandle) -> Self {
+        self.eviction = Some(eviction);
+        self
+    }
+
     /// Rejects pods setting sysctls outside `allowlist` (`SysctlForbidden`).
     pub fn with_sysctls(mut self, allowlist: crate::sysctl::Allowlist) -> Self {
         self.sysctls = Some(allowlist);
@@ -192,8 +201,11 @@ impl SyncLoop {
         let Some((node, statuses)) = &self.admission else {
             return Ok(());
         };
-        // Upstream's admit handlers run the sysctl allowlist before the
-        // resource predicates.
+        // Upstream's admit handlers: eviction, then the sysctl allowlist,
+        // then the resource predicates.
+        if let Some(eviction) = &self.eviction {
+            eviction.admit(pod)?;
+        }
         if let Some(sysctls) = &self.sysctls {
             sysctls
                 .admit(pod)
@@ -429,6 +441,7 @@ impl Handler<PodUpdate> for SyncLoop {
                     phase: "Failed".into(),
                     reason: r.reason,
                     message: r.message,
+                    disruption: false,
                 };
                 let kill = KillOptions {
                     grace_period_override: None,

@@ -199,6 +199,40 @@ impl PodBuilder {
         self
     }
 
+    /// Resource requests of the container called `container` (added earlier).
+    ///
+    /// ```
+    /// let pod = actlet::testing::PodBuilder::new("web")
+    ///     .container("c", "busybox:1.36", ["sleep", "1d"])
+    ///     .requests("c", &[("cpu", "100m"), ("memory", "64Mi")])
+    ///     .limits("c", &[("memory", "128Mi")])
+    ///     .build();
+    /// let r = pod.spec.unwrap().containers[0].resources.clone().unwrap();
+    /// assert_eq!(r.requests.unwrap()["memory"].0, "64Mi");
+    /// assert_eq!(r.limits.unwrap()["memory"].0, "128Mi");
+    /// ```
+    pub fn requests(self, container: &str, resources: &[(&str, &str)]) -> Self {
+        self.resources(container, resources, true)
+    }
+
+    /// Resource limits of the container called `container` (added earlier).
+    pub fn limits(self, container: &str, resources: &[(&str, &str)]) -> Self {
+        self.resources(container, resources, false)
+    }
+
+    fn resources(mut self, container: &str, resources: &[(&str, &str)], requests: bool) -> Self {
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        for c in self.spec().containers.iter_mut().filter(|c| c.name == container) {
+            let r = c.resources.get_or_insert_with(Default::default);
+            let map = if requests { &mut r.requests } else { &mut r.limits };
+            let map = map.get_or_insert_with(Default::default);
+            for (k, v) in resources {
+                map.insert((*k).to_string(), Quantity((*v).to_string()));
+            }
+        }
+        self
+    }
+
     /// Any other change, on the pod as built so far.
     ///
     /// ```

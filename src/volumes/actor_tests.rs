@@ -80,6 +80,7 @@ fn a_panic_mid_pass_is_contained_and_the_store_survives() {
             env: EnvContext::default(),
             resync: Duration::from_secs(60),
             period: Duration::from_secs(1),
+            terminated: None,
         });
         let (handle, store) = (vs.handle.clone(), vs.store.clone());
         let tree = SupervisorSpec::new("root").child(vs.spec).start_root();

@@ -80,6 +80,10 @@ pub struct VolumeInputs {
     pub resync: Duration,
     /// Pass period of the reconciler.
     pub period: Duration,
+    /// The pods' lifecycle records: a pod whose worker has terminated it
+    /// (evicted, completed, failed) has its volumes torn down although it
+    /// is still desired, as upstream's populator drops terminated pods.
+    pub terminated: Option<crate::pod_workers::PodSyncStatuses>,
 }
 
 /// The assembled volume manager: the workers' handle, the actor's spec and
@@ -122,6 +126,7 @@ pub fn assemble(inputs: VolumeInputs) -> VolumeSystem {
         cache: inputs.cache,
         events: inputs.events,
         resync: inputs.resync,
+        terminated: inputs.terminated,
     };
     let period = inputs.period;
     let spec = ChildSpec::new("volume-manager", move || VolumeManager::new(deps.clone(), period)).mailbox_capacity(64);

@@ -9,9 +9,10 @@
 //!    period, so updates reach them); a failure is a `FailedMount` event and
 //!    is retried with backoff (or at once when a pod worker waits);
 //! 3. the ConfigMap/Secret watches are narrowed to what those pods reference;
-//! 4. pods no longer wanted (removed, or deleted) whose containers and
-//!    sandboxes are all stopped have their volumes unmounted and their pod
-//!    directory removed — pods unknown after a restart only once every
+//! 4. pods no longer wanted (removed, deleted, or terminated for good by
+//!    their worker: evicted, completed) whose containers and sandboxes are
+//!    all stopped have their volumes unmounted and their pod directory
+//!    removed — pods unknown after a restart only once every
 //!    source has delivered its pods and the PLEG has listed the runtime.
 
 use std::collections::BTreeSet;
@@ -50,6 +51,8 @@ pub struct ReconcileDeps {
     pub events: EventRecorder,
     /// API data volumes are rewritten this often.
     pub resync: Duration,
+    /// Worker states: pods terminated for good lose their volumes.
+    pub terminated: Option<crate::pod_workers::PodSyncStatuses>,
 }
 
 /// Sets up whatever of `pod`'s volumes is due.
@@ -101,12 +104,17 @@ pub async fn reconcile_once(deps: &ReconcileDeps) {
         deps.store.reconstruct(found);
     }
 
+    let terminated = |p: &Pod| {
+        deps.terminated.as_ref().is_some_and(|s| {
+            s.state(&crate::pod_manager::pod_uid(p)) == Some(crate::messages::pod_work::WorkerState::Terminated)
+        })
+    };
     let desired: Vec<Arc<Pod>> = deps
         .pods
         .pods()
         .into_iter()
         .map(|d| d.pod)
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && !terminated(p))
         .collect();
     futures::stream::iter(desired.iter().cloned())
         .for_each_concurrent(PARALLEL_PODS, |pod| sync_pod_volumes(deps, pod))

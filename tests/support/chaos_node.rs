@@ -148,6 +148,9 @@ impl ChaosNode {
         let child = Command::new(env!("CARGO_BIN_EXE_actlet"))
             .arg("--kubeconfig")
             .arg(self.env.node_kubeconfig(&self.node))
+            // Eviction runs on the real node stats, but no test here may depend on
+            // how full the host disk is (upstream defaults evict at 10-15% free).
+            .arg("--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%")
             .args(["--hostname-override", &self.node, "--node-ip", "127.0.0.1"])
             .args(["--container-runtime-endpoint", &self.endpoint])
             .arg("--root-dir")

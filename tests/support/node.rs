@@ -110,6 +110,7 @@ pub async fn harness(server: &TestApiServer) -> Harness {
         report_frequency: Duration::from_secs(3600),
         wall_clock: WallClock::system(),
         handle: NodeHandle::default(),
+        eviction: actlet::eviction::EvictionHandle::default(),
     };
     Harness {
         mock,

@@ -33,6 +33,9 @@ pub const READY_MESSAGE: &str = "kubelet is posting ready status";
 pub struct Health {
     /// Errors in upstream's order: runtime, network, PLEG, missing capacity.
     pub errors: Vec<String>,
+    /// The pressure conditions the eviction manager reports True
+    /// (`MemoryPressure`, `DiskPressure`, `PIDPressure`).
+    pub pressure: Vec<&'static str>,
 }
 
 impl Health {
@@ -51,7 +54,23 @@ impl Health {
         if let Err(e) = pleg {
             errors.push(e.clone());
         }
-        Self { errors }
+        Self {
+            errors,
+            pressure: vec![],
+        }
+    }
+
+    /// With the eviction manager's pressure conditions.
+    ///
+    /// ```
+    /// use actlet::cluster::node::conditions::Health;
+    /// use actlet::eviction::Pressure;
+    /// let h = Health::default().with_pressure(&[Pressure::Disk].into());
+    /// assert_eq!(h.pressure, vec!["DiskPressure"]);
+    /// ```
+    pub fn with_pressure(mut self, pressures: &std::collections::BTreeSet<crate::eviction::Pressure>) -> Self {
+        self.pressure = pressures.iter().map(|p| p.condition()).collect();
+        self
     }
 
     /// Upstream's `errors.NewAggregate(..).Error()`: messages deduplicated;
@@ -81,6 +100,9 @@ struct Pressure {
     false_reason: &'static str,
     false_message: &'static str,
     false_event: &'static str,
+    true_reason: &'static str,
+    true_message: &'static str,
+    true_event: &'static str,
 }
 
 const PRESSURES: [Pressure; 3] = [
@@ -89,18 +111,27 @@ const PRESSURES: [Pressure; 3] = [
         false_reason: "KubeletHasSufficientMemory",
         false_message: "kubelet has sufficient memory available",
         false_event: "NodeHasSufficientMemory",
+        true_reason: "KubeletHasInsufficientMemory",
+        true_message: "kubelet has insufficient memory available",
+        true_event: "NodeHasInsufficientMemory",
     },
     Pressure {
         type_: DISK_PRESSURE,
         false_reason: "KubeletHasNoDiskPressure",
         false_message: "kubelet has no disk pressure",
         false_event: "NodeHasNoDiskPressure",
+        true_reason: "KubeletHasDiskPressure",
+        true_message: "kubelet has disk pressure",
+        true_event: "NodeHasDiskPressure",
     },
     Pressure {
         type_: PID_PRESSURE,
         false_reason: "KubeletHasSufficientPID",
         false_message: "kubelet has sufficient PID available",
         false_event: "NodeHasSufficientPID",
+        true_reason: "KubeletHasInsufficientPID",
+        true_message: "kubelet has insufficient PID available",
+        true_event: "NodeHasInsufficientPID",
     },
 ];
 
@@ -123,8 +154,8 @@ fn index_or_push(conditions: &mut Vec<NodeCondition>, type_: &str) -> (usize, bo
 /// `now`. Returns the event reasons upstream records (`NodeHasSufficientMemory`,
 /// …, `NodeReady`, `NodeNotReady`), in order.
 ///
-/// No pressure is ever reported: actlet has no eviction manager, so the
-/// pressure conditions are always False with upstream's reasons.
+/// A pressure condition is True while `health.pressure` names it (the
+/// eviction manager's verdict, already held for the transition period).
 pub fn update_conditions(conditions: &mut Vec<NodeCondition>, health: &Health, now: Timestamp) -> Vec<&'static str> {
     let now = Time(api_now(now));
     let mut events = vec![];
@@ -132,12 +163,18 @@ pub fn update_conditions(conditions: &mut Vec<NodeCondition>, health: &Health, n
         let (i, _) = index_or_push(conditions, p.type_);
         let c = &mut conditions[i];
         c.last_heartbeat_time = Some(now.clone());
-        if c.status != "False" {
-            c.status = "False".into();
-            c.reason = Some(p.false_reason.into());
-            c.message = Some(p.false_message.into());
+        let under = health.pressure.contains(&p.type_);
+        let (status, reason, message, event) = if under {
+            ("True", p.true_reason, p.true_message, p.true_event)
+        } else {
+            ("False", p.false_reason, p.false_message, p.false_event)
+        };
+        if c.status != status {
+            c.status = status.into();
+            c.reason = Some(reason.into());
+            c.message = Some(message.into());
             c.last_transition_time = Some(now.clone());
-            events.push(p.false_event);
+            events.push(event);
         }
     }
     let (status, reason, message) = match health.cause() {
@@ -302,8 +339,40 @@ mod tests {
         assert_eq!(Health::from_checks(&rt(true, true, ""), &Ok(())).cause(), None);
         let dup = Health {
             errors: vec!["a".into(), "a".into()],
+            ..Default::default()
         };
         assert_eq!(dup.cause().as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn pressure_turns_true_with_upstream_reasons_then_back() {
+        let mut c = vec![];
+        update_conditions(&mut c, &Health::default(), t(0));
+        let mem = Health::default().with_pressure(&[crate::eviction::Pressure::Memory].into());
+        let ev = update_conditions(&mut c, &mem, t(10));
+        assert_eq!(ev, ["NodeHasInsufficientMemory"]);
+        assert_eq!(c[0].status, "True");
+        assert_eq!(c[0].reason.as_deref(), Some("KubeletHasInsufficientMemory"));
+        assert_eq!(
+            c[0].message.as_deref(),
+            Some("kubelet has insufficient memory available")
+        );
+        assert_eq!(c[0].last_transition_time, Some(Time(t(10))));
+        assert_eq!(c[1].status, "False", "disk untouched");
+        assert_eq!(ready(&c).status, "True", "pressure does not make the node NotReady");
+        let both =
+            Health::default().with_pressure(&[crate::eviction::Pressure::Disk, crate::eviction::Pressure::Pid].into());
+        let ev = update_conditions(&mut c, &both, t(20));
+        assert_eq!(
+            ev,
+            [
+                "NodeHasSufficientMemory",
+                "NodeHasDiskPressure",
+                "NodeHasInsufficientPID"
+            ]
+        );
+        assert_eq!(c[1].reason.as_deref(), Some("KubeletHasDiskPressure"));
+        assert_eq!(c[2].message.as_deref(), Some("kubelet has insufficient PID available"));
     }
 
     #[test]
@@ -311,9 +380,11 @@ mod tests {
         let mut c = vec![];
         let h1 = Health {
             errors: vec!["one".into()],
+            ..Default::default()
         };
         let h2 = Health {
             errors: vec!["two".into()],
+            ..Default::default()
         };
         update_conditions(&mut c, &h1, t(0));
         let before = c.clone();

@@ -30,6 +30,7 @@ pub struct LocalNodeConditions {
     handle: NodeHandle,
     period: Duration,
     wall_clock: WallClock,
+    eviction: Option<crate::eviction::EvictionHandle>,
 }
 
 impl LocalNodeConditions {
@@ -51,13 +52,23 @@ impl LocalNodeConditions {
             handle,
             period,
             wall_clock,
+            eviction: None,
         }
+    }
+
+    /// Reports the pressure conditions `eviction` holds.
+    pub fn with_eviction(mut self, eviction: crate::eviction::EvictionHandle) -> Self {
+        self.eviction = Some(eviction);
+        self
     }
 
     fn check(&mut self) {
         let runtime = self.runtime_health.borrow().clone();
         let pleg = self.pleg_health.check(tokio::time::Instant::now(), self.started);
-        let health = Health::from_checks(&runtime, &pleg);
+        let mut health = Health::from_checks(&runtime, &pleg);
+        if let Some(e) = &self.eviction {
+            health = health.with_pressure(&e.pressures());
+        }
         let before = self.handle.view().conditions;
         let mut after = before.clone();
         update_conditions(&mut after, &health, api_now(self.wall_clock.now()));

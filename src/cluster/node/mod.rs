@@ -215,6 +215,8 @@ pub struct NodeDeps {
     pub wall_clock: WallClock,
     /// Shared view of the node, written by the actor.
     pub handle: NodeHandle,
+    /// Node pressure from the eviction manager (the pressure conditions).
+    pub eviction: crate::eviction::EvictionHandle,
 }
 
 impl std::fmt::Debug for NodeDeps {

@@ -1,0 +1,225 @@
+//! [`EvictionManager`]: the `eviction-manager` actor (upstream
+//! `eviction.managerImpl.synchronize`, every `monitoringInterval`).
+//!
+//! Each round reads the node summary, steps the [`Tracker`](super::Tracker)
+//! (node pressure conditions, grace periods), and when a threshold is to be
+//! acted on evicts one pod: the first non-critical pod of the ranking, killed
+//! through the pod workers as `Failed`/`Evicted` with upstream's message, a
+//! `DisruptionTarget` condition and a Warning `Evicted` event. The next
+//! eviction waits until that pod's worker has terminated (at most 30 s,
+//! upstream `podCleanupTimeout`).
+//!
+//! Fields: all derived (the round-in-flight flag). The tracker and the pod
+//! being evicted are owned state in the [`EvictionHandle`], which survives a
+//! restart; a round cut short by one only delays the next.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::time::Instant;
+
+use super::rank::{Candidate, Usage, message, rank};
+use super::signals::observe;
+use super::state::{EvictionHandle, REASON};
+use super::{EvictionConfig, SummarySource};
+use crate::actors::supervisor::SupervisedRecipient;
+use crate::events::EventRecorder;
+use crate::kuberuntime::qos::is_critical_pod;
+use crate::messages::PodUid;
+use crate::messages::event::EventType;
+use crate::messages::pod_work::{KillOptions, KillStatus, UpdatePod, WorkerState};
+use crate::pod_manager::{PodManager, pod_uid};
+use crate::pod_workers::PodSyncStatuses;
+use crate::stats::types::Summary;
+
+/// How long the next eviction waits for the last evicted pod to go
+/// (upstream `podCleanupTimeout`).
+pub const POD_CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Hard evictions kill with this grace period (upstream
+/// `immediateEvictionGracePeriodSeconds`).
+pub const IMMEDIATE_GRACE: Duration = Duration::from_secs(1);
+
+/// What the eviction manager works with.
+#[derive(Clone)]
+pub struct EvictionDeps {
+    /// Thresholds and periods.
+    pub config: EvictionConfig,
+    /// Where the node summary comes from.
+    pub source: SummarySource,
+    /// The desired pods.
+    pub pods: PodManager,
+    /// The pods' lifecycle records.
+    pub pod_sync_statuses: PodSyncStatuses,
+    /// The pod workers (kills go there).
+    pub workers: SupervisedRecipient<UpdatePod>,
+    /// Pod events.
+    pub events: EventRecorder,
+    /// The owned state.
+    pub handle: EvictionHandle,
+    /// Node allocatable memory (`allocatableMemory.available`).
+    pub allocatable_memory: Option<i64>,
+    /// `kubelet_evictions{eviction_signal}`.
+    pub evictions: Option<Family<Vec<(String, String)>, Gauge>>,
+}
+
+/// The `eviction-manager` actor. See the [module docs](self).
+pub struct EvictionManager {
+    deps: EvictionDeps,
+    running: bool,
+}
+
+impl EvictionManager {
+    /// A manager working from `deps`.
+    pub fn new(deps: EvictionDeps) -> Self {
+        Self { deps, running: false }
+    }
+
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        if std::mem::replace(&mut self.running, true) {
+            return;
+        }
+        let source = self.deps.source.clone();
+        // A summary slower than the interval is abandoned: it only reads.
+        let deadline = self.deps.config.monitoring_interval.max(Duration::from_secs(1));
+        let fut = async move { tokio::time::timeout(deadline, source.0.summary()).await };
+        ctx.spawn(fut.into_actor(self).map(move |res, act, _| {
+            act.running = false;
+            match res {
+                Ok(Ok(summary)) => act.synchronize(&summary),
+                Ok(Err(e)) => tracing::warn!(error = %e, "eviction manager: failed to get summary stats"),
+                Err(_) => tracing::warn!(?deadline, "eviction manager: summary stats timed out"),
+            }
+        }));
+    }
+
+    /// Active pods: desired, with a worker that is syncing them.
+    fn active(&self, summary: &Summary) -> Vec<Candidate> {
+        let states = self.deps.pod_sync_statuses.states();
+        self.deps
+            .pods
+            .pods()
+            .into_iter()
+            .filter(|d| states.get(&pod_uid(&d.pod)) == Some(&WorkerState::Syncing))
+            .map(|d| {
+                let uid = d.pod.metadata.uid.clone().unwrap_or_default();
+                let stats = summary.pods.iter().find(|p| p.pod_ref.uid == uid);
+                Candidate {
+                    pod: d.pod.clone(),
+                    usage: stats.map(Usage::of),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether the pod evicted last is still going (and not for too long).
+    fn waiting_for_cleanup(&self, now: Instant) -> bool {
+        let mut state = self.deps.handle.lock();
+        let Some((uid, since)) = state.evicting.clone() else {
+            return false;
+        };
+        let gone = !matches!(
+            self.deps.pod_sync_statuses.state(&uid),
+            Some(WorkerState::Syncing | WorkerState::Terminating)
+        );
+        if gone || now.saturating_duration_since(since) >= POD_CLEANUP_TIMEOUT {
+            if !gone {
+                tracing::info!(pod_uid = %uid, "eviction manager: timed out waiting for the evicted pod to be cleaned up");
+            }
+            state.evicting = None;
+            return false;
+        }
+        true
+    }
+
+    fn synchronize(&mut self, summary: &Summary) {
+        let cfg = &self.deps.config;
+        let now = Instant::now();
+        let observations = observe(summary, self.deps.allocatable_memory);
+        let step = {
+            let mut state = self.deps.handle.lock();
+            let step = state
+                .tracker
+                .step(&cfg.thresholds, &observations, now, cfg.pressure_transition_period);
+            if state.pressures != step.pressures {
+                tracing::info!(pressures = ?step.pressures, "eviction manager: node pressure changed");
+                state.pressures = step.pressures.clone();
+            }
+            step
+        };
+        let Some(&index) = step.act_on.first() else {
+            return;
+        };
+        if self.waiting_for_cleanup(now) {
+            return;
+        }
+        let threshold = &cfg.thresholds[index];
+        let observed = observations.get(&threshold.signal);
+        tracing::warn!(signal = %threshold.signal, ?observed, "eviction manager: attempting to reclaim");
+        let mut candidates = self.active(summary);
+        if candidates.is_empty() {
+            tracing::error!(signal = %threshold.signal, "eviction manager: no pods to evict");
+            return;
+        }
+        rank(&mut candidates, threshold.signal);
+        for c in candidates {
+            let pod = &c.pod;
+            let name = crate::pod_manager::format_pod(pod);
+            if is_critical_pod(pod) {
+                tracing::error!(pod = %name, "eviction manager: cannot evict a critical pod");
+                continue;
+            }
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let stats = summary.pods.iter().find(|p| p.pod_ref.uid == uid);
+            let (msg, annotations) = message(pod, stats, threshold, observed);
+            let grace = if threshold.is_hard() {
+                IMMEDIATE_GRACE
+            } else {
+                let own = pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.termination_grace_period_seconds)
+                    .unwrap_or(30);
+                Duration::from_secs(u64::try_from(own.min(cfg.max_pod_grace_period)).unwrap_or(0))
+            };
+            tracing::warn!(pod = %name, pod_uid = %uid, signal = %threshold.signal, ?annotations, grace = ?grace,
+                "eviction manager: evicting pod");
+            let kill = KillOptions {
+                grace_period_override: Some(grace),
+                status: Some(KillStatus {
+                    phase: "Failed".into(),
+                    reason: REASON.into(),
+                    message: msg.clone(),
+                    disruption: true,
+                }),
+            };
+            if let Err(e) = self.deps.workers.do_send(UpdatePod::kill(pod.clone(), kill)) {
+                tracing::warn!(pod = %name, error = %e, "eviction manager: pod workers unreachable; retrying next round");
+                return;
+            }
+            self.deps.events.pod_event(pod, None, EventType::Warning, REASON, msg);
+            if let Some(family) = &self.deps.evictions {
+                family
+                    .get_or_create(&vec![("eviction_signal".to_string(), threshold.signal.to_string())])
+                    .inc();
+            }
+            self.deps.handle.lock().evicting = Some((PodUid::new(uid), now));
+            return;
+        }
+        tracing::error!(signal = %threshold.signal, "eviction manager: unable to evict any pod from the node");
+    }
+}
+
+impl Actor for EvictionManager {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        tracing::info!(
+            thresholds = self.deps.config.thresholds.len(),
+            "eviction manager started"
+        );
+        ctx.run_interval(self.deps.config.monitoring_interval, |act, ctx| act.tick(ctx));
+        self.tick(ctx);
+    }
+}

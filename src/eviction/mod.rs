@@ -1,0 +1,103 @@
+//! Node-pressure eviction (upstream `pkg/kubelet/eviction`): the node
+//! reclaims memory, disk and pids before it falls over.
+//!
+//! - [`thresholds`]: signals and `evictionHard`/`evictionSoft`/… parsing;
+//! - [`signals`]: observations from the node summary, thresholds met;
+//! - [`tracker`]: grace periods, minimum reclaim, the pressure transition period;
+//! - [`rank`](mod@rank): which pod goes first, and the eviction message;
+//! - [`state`]: the owned [`EvictionHandle`] (node conditions, admission);
+//! - [`actor`]: the `eviction-manager` actor.
+//!
+//! Not built yet: node-level reclaim (container and image GC before evicting
+//! for disk signals), per-pod local storage limits (`emptyDir.sizeLimit`,
+//! `ephemeral-storage` limits) and memory threshold notifications (cgroup
+//! events); the summary is polled every `monitoringInterval` (10 s).
+
+pub mod actor;
+pub mod rank;
+pub mod signals;
+pub mod state;
+pub mod thresholds;
+pub mod tracker;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use actor::{EvictionDeps, EvictionManager};
+pub use rank::{Candidate, Usage, rank};
+pub use signals::{Observation, Observations, observe};
+pub use state::{EvictionHandle, EvictionState};
+pub use thresholds::{Pressure, Signal, Threshold, ThresholdError, ThresholdSettings, Value, parse_thresholds};
+pub use tracker::{Step, Tracker};
+
+use crate::stats::types::Summary;
+
+/// Upstream `evictionMonitoringPeriod`.
+pub const MONITORING_INTERVAL: Duration = Duration::from_secs(10);
+/// Upstream default `evictionPressureTransitionPeriod`.
+pub const PRESSURE_TRANSITION_PERIOD: Duration = Duration::from_secs(300);
+
+/// A source of the node summary the eviction manager reads.
+#[async_trait::async_trait]
+pub trait NodeSummary: Send + Sync + 'static {
+    /// The current summary (only the fields the signals read need be set).
+    async fn summary(&self) -> Result<Summary, String>;
+}
+
+#[async_trait::async_trait]
+impl NodeSummary for crate::stats::StatsProvider {
+    async fn summary(&self) -> Result<Summary, String> {
+        self.collect().await.map(|c| c.summary).map_err(|e| e.to_string())
+    }
+}
+
+/// A shared [`NodeSummary`] (cheap to clone).
+#[derive(Clone)]
+pub struct SummarySource(pub Arc<dyn NodeSummary>);
+
+impl SummarySource {
+    /// Shares `source`.
+    pub fn new(source: impl NodeSummary) -> Self {
+        Self(Arc::new(source))
+    }
+}
+
+impl fmt::Debug for SummarySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SummarySource")
+    }
+}
+
+/// The eviction manager's settings (`KubeletConfig::eviction`).
+///
+/// ```
+/// let c = actlet::eviction::EvictionConfig::default();
+/// assert!(c.thresholds.is_empty()); // no thresholds: no eviction manager
+/// assert_eq!(c.pressure_transition_period, std::time::Duration::from_secs(300));
+/// ```
+#[derive(Clone, Debug)]
+pub struct EvictionConfig {
+    /// Hard and soft thresholds (none: the manager is not started).
+    pub thresholds: Vec<Threshold>,
+    /// `evictionPressureTransitionPeriod`.
+    pub pressure_transition_period: Duration,
+    /// `evictionMaxPodGracePeriod` (seconds, soft evictions).
+    pub max_pod_grace_period: i64,
+    /// How often the summary is read.
+    pub monitoring_interval: Duration,
+    /// Where the summary comes from (`None`: the node's stats provider).
+    pub summary: Option<SummarySource>,
+}
+
+impl Default for EvictionConfig {
+    fn default() -> Self {
+        Self {
+            thresholds: vec![],
+            pressure_transition_period: PRESSURE_TRANSITION_PERIOD,
+            max_pod_grace_period: 0,
+            monitoring_interval: MONITORING_INTERVAL,
+            summary: None,
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Node-pressure eviction (upstream `pkg/kubelet/eviction`) on the assembled
+//! kubelet with the mock CRI and a node summary the test controls: memory
+//! below `memory.available<100Mi` turns MemoryPressure True, evicts the
+//! BestEffort pod first (Failed/Evicted, upstream's message, DisruptionTarget,
+//! a Warning `Evicted` event, `kubelet_evictions`), never the critical pod,
+//! refuses new BestEffort pods while the condition is held for the transition
+//! period. The manager is killed while it holds the condition: the rebuilt
+//! one keeps it for the rest of the period, then evicts on new pressure.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actlet::actors::supervisor::KillChild;
+use actlet::eviction::{NodeSummary, Pressure, SummarySource, ThresholdSettings, parse_thresholds};
+use actlet::stats::types::Summary;
+use actlet::testing::{PodBuilder, TestNode, run_paused, wait_until};
+use k8s_openapi::api::core::v1::Pod;
+
+const MI: u64 = 1 << 20;
+
+/// A pod's uid, name and working set.
+type PodUsage = (String, String, u64);
+
+/// A summary the test sets: node memory available, and each pod's working set.
+#[derive(Clone, Default)]
+struct FakeSummary(Arc<Mutex<(u64, Vec<PodUsage>)>>);
+
+impl FakeSummary {
+    fn set(&self, available: u64, pods: &[(&Pod, u64)]) {
+        let pods = pods
+            .iter()
+            .map(|(p, ws)| {
+                (
+                    p.metadata.uid.clone().unwrap_or_default(),
+                    p.metadata.name.clone().unwrap_or_default(),
+                    *ws,
+                )
+            })
+            .collect();
+        *self.0.lock().unwrap() = (available, pods);
+    }
+}
+
+#[async_trait::async_trait]
+impl NodeSummary for FakeSummary {
+    async fn summary(&self) -> Result<Summary, String> {
+        let (available, pods) = self.0.lock().unwrap().clone();
+        let t = "2026-01-01T00:00:00Z";
+        let pods: Vec<_> = pods
+            .iter()
+            .map(|(uid, name, ws)| {
+                serde_json::json!({
+                    "podRef": {"name": name, "namespace": "default", "uid": uid},
+                    "startTime": t,
+                    "containers": [{"name": "c", "startTime": t, "memory": {"time": t, "workingSetBytes": ws}}]
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "node": {"nodeName": "node-a", "startTime": t,
+                     "memory": {"time": t, "availableBytes": available, "workingSetBytes": 8192 * MI}},
+            "pods": pods
+        }))
+        .map_err(|e| e.to_string())
+    }
+}
+
+fn pod(name: &str, memory_request: Option<&str>) -> Pod {
+    let b = PodBuilder::new(name)
+        .uid(format!("uid-{name}"))
+        .container("c", "busybox:1.36", ["sleep", "3600"]);
+    match memory_request {
+        Some(m) => b.requests("c", &[("memory", m)]).build(),
+        None => b.build(),
+    }
+}
+
+fn condition(node: &TestNode, type_: &str) -> Option<String> {
+    node.kubelet()
+        .node
+        .view()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status)
+}
+
+#[test]
+fn memory_pressure_evicts_besteffort_first_and_refuses_new_ones() {
+    run_paused(async {
+        let summary = FakeSummary::default();
+        let events: Arc<Mutex<Vec<(String, String, String)>>> = Arc::default();
+        let log = events.clone();
+        let source = SummarySource::new(summary.clone());
+        let node = TestNode::builder()
+            .customize(move |b| {
+                b.configure(move |c| {
+                    let hard = [("memory.available".to_string(), "100Mi".to_string())].into();
+                    c.eviction.thresholds = parse_thresholds(
+                        &ThresholdSettings {
+                            hard,
+                            ..Default::default()
+                        },
+                        false,
+                    )
+                    .unwrap();
+                    c.eviction.monitoring_interval = Duration::from_secs(1);
+                    c.eviction.pressure_transition_period = Duration::from_secs(30);
+                    c.eviction.summary = Some(source);
+                    c.node_status_update_frequency = Duration::from_secs(1);
+                })
+                .on_event(move |e| {
+                    let name = e.involved.name.clone().unwrap_or_default();
+                    log.lock().unwrap().push((name, e.reason, e.message))
+                })
+            })
+            .start();
+        let (besteffort, burstable) = (pod("besteffort", None), pod("burstable", Some("200Mi")));
+        let critical = PodBuilder::new("critical")
+            .uid("uid-critical")
+            .container("c", "busybox:1.36", ["sleep", "3600"])
+            .modify(|p| p.spec.as_mut().unwrap().priority = Some(2_000_000_000))
+            .build();
+        summary.set(4096 * MI, &[]);
+        node.set_pods(vec![besteffort.clone(), burstable.clone(), critical.clone()]);
+        for name in ["besteffort", "burstable", "critical"] {
+            node.wait_for_phase("default", name, "Running", Duration::from_secs(60))
+                .await
+                .unwrap();
+        }
+        wait_until(
+            || condition(&node, "MemoryPressure").as_deref() == Some("False"),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+
+        // Memory drops below the threshold; the critical pod uses the most.
+        summary.set(
+            50 * MI,
+            &[(&besteffort, 10 * MI), (&burstable, 100 * MI), (&critical, 900 * MI)],
+        );
+        node.wait_for_phase("default", "besteffort", "Failed", Duration::from_secs(30))
+            .await
+            .unwrap();
+        let st = node.status("default", "besteffort").unwrap();
+        assert_eq!(st.reason.as_deref(), Some("Evicted"));
+        assert_eq!(
+            st.message.as_deref(),
+            Some(
+                "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. \
+                 Container c was using 10Mi, request is 0, has larger consumption of memory. "
+            )
+        );
+        let dt = st
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "DisruptionTarget")
+            .cloned();
+        let dt = dt.expect("DisruptionTarget on the evicted pod");
+        assert_eq!(
+            (dt.status.as_str(), dt.reason.as_deref()),
+            ("True", Some("TerminationByKubelet"))
+        );
+        assert!(
+            events.lock().unwrap().iter().any(|(n, r, m)| n == "besteffort"
+                && r == "Evicted"
+                && m.starts_with("The node was low on resource: memory.")),
+            "a Warning Evicted event: {:?}",
+            events.lock().unwrap()
+        );
+        // Memory is back at once: nothing more is evicted, but the condition
+        // is held for the transition period, and admission follows it.
+        summary.set(4096 * MI, &[(&burstable, 100 * MI), (&critical, 900 * MI)]);
+        assert!(node.kubelet().eviction.pressures().contains(&Pressure::Memory));
+        wait_until(
+            || condition(&node, "MemoryPressure").as_deref() == Some("True"),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let late_be = pod("late-besteffort", None);
+        let late_b = pod("late-burstable", Some("10Mi"));
+        let all = vec![
+            besteffort.clone(),
+            burstable.clone(),
+            critical.clone(),
+            late_be.clone(),
+            late_b.clone(),
+        ];
+        node.set_pods(all);
+        node.wait_for_phase("default", "late-besteffort", "Failed", Duration::from_secs(30))
+            .await
+            .unwrap();
+        let st = node.status("default", "late-besteffort").unwrap();
+        assert_eq!(st.reason.as_deref(), Some("Evicted"));
+        assert_eq!(
+            st.message.as_deref(),
+            Some("Pod was rejected: The node had condition: [MemoryPressure]. ")
+        );
+        node.wait_for_phase("default", "late-burstable", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(
+            node.status("default", "burstable").and_then(|s| s.phase).as_deref(),
+            Some("Running")
+        );
+
+        // Pressure again: the pod over its request goes next, never the critical one.
+        summary.set(50 * MI, &[(&burstable, 300 * MI), (&critical, 900 * MI), (&late_b, MI)]);
+        node.wait_for_phase("default", "burstable", "Failed", Duration::from_secs(30))
+            .await
+            .unwrap();
+        summary.set(4096 * MI, &[(&critical, 900 * MI), (&late_b, MI)]);
+
+        // The manager dies while the condition is held: its tracker is not
+        // lost, so the rebuilt manager keeps MemoryPressure for the rest of
+        // the transition period instead of clearing it on its first round.
+        node.kubelet()
+            .root
+            .addr()
+            .send(KillChild("eviction-manager".into()))
+            .await
+            .expect("root reachable")
+            .expect("kill the eviction manager");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(
+            node.kubelet().eviction.pressures().contains(&Pressure::Memory),
+            "held across the restart"
+        );
+        assert_eq!(condition(&node, "MemoryPressure").as_deref(), Some("True"));
+        for name in ["critical", "late-burstable"] {
+            assert_eq!(
+                node.status("default", name).and_then(|s| s.phase).as_deref(),
+                Some("Running"),
+                "{name}"
+            );
+        }
+        wait_until(
+            || condition(&node, "MemoryPressure").as_deref() == Some("False"),
+            Duration::from_secs(40),
+        )
+        .await
+        .unwrap();
+        assert!(node.kubelet().eviction.pressures().is_empty());
+
+        // The rebuilt manager evicts on the next pressure.
+        summary.set(50 * MI, &[(&critical, 900 * MI), (&late_b, 60 * MI)]);
+        node.wait_for_phase("default", "late-burstable", "Failed", Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(
+            node.status("default", "critical").and_then(|s| s.phase).as_deref(),
+            Some("Running")
+        );
+        assert!(
+            node.kubelet().eviction.pressures().contains(&Pressure::Memory),
+            "pressure after the restart"
+        );
+    });
+}
