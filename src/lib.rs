@@ -60,6 +60,7 @@ pub mod kubelet_config_file;
 pub mod kuberuntime;
 pub mod logrotate;
 pub mod messages;
+pub mod nodeshutdown;
 #[doc(hidden)]
 pub mod pleg;
 #[doc(hidden)]

@@ -199,6 +199,21 @@ fn run(resolved: Resolved) -> ExitCode {
                 Some(e) => fatal(format!("runonce failed: {e}")),
             };
         }
+        // SIGUSR1: the node is about to shut down (upstream's kubelet takes the
+        // same signal besides logind's PrepareForShutdown).
+        let trigger = kubelet.node_shutdown_trigger();
+        actix_rt::spawn(async move {
+            let Ok(mut usr1) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()) else {
+                tracing::warn!("cannot listen for SIGUSR1: graceful node shutdown has no trigger");
+                return;
+            };
+            while usr1.recv().await.is_some() {
+                tracing::info!("received shutdown signal from USR1");
+                if let Err(e) = actlet::kubelet::node_shutdown(trigger.as_ref(), true) {
+                    tracing::warn!(error = %e, "SIGUSR1 ignored");
+                }
+            }
+        });
         let root = kubelet.root.clone();
         actix_rt::spawn(async move {
             if let Err(e) = actlet::actors::supervisor::shutdown_on_signals(&root, deadline).await {

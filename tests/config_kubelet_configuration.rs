@@ -379,3 +379,49 @@ fn eviction_settings_from_file_and_flags() {
     let m = Cli::command().try_get_matches_from(["actlet", "--eviction-hard=memory.available=1Gi"]);
     assert!(m.unwrap_err().to_string().contains("is not of the form signal<value"));
 }
+
+/// The graceful shutdown settings reach the kubelet from the file.
+#[test]
+fn shutdown_settings_from_the_file() {
+    use actlet::nodeshutdown::PriorityPeriod;
+    let tmp = tempfile::tempdir().unwrap();
+    let config = |body: &str| {
+        let file = write(tmp.path(), "shutdown.yaml", body);
+        let r = run(&["--config", file.to_str().unwrap()]).unwrap();
+        assert!(
+            !r.warnings.iter().any(|w| w.starts_with("shutdownGracePeriod")),
+            "{:?}",
+            r.warnings
+        );
+        let mut c = KubeletConfig::from_flags(&r.flags, "node-a").unwrap();
+        r.apply_to(&mut c);
+        c.shutdown
+    };
+    assert!(!config("maxPods: 10\n").enabled(), "off by default");
+    let s = config("shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n");
+    assert_eq!(
+        s.periods,
+        vec![
+            PriorityPeriod {
+                priority: 0,
+                grace_period: Duration::from_secs(20)
+            },
+            PriorityPeriod {
+                priority: 2_000_000_000,
+                grace_period: Duration::from_secs(10)
+            },
+        ]
+    );
+    let s = config(
+        "shutdownGracePeriodByPodPriority:\n- {priority: 100000, shutdownGracePeriodSeconds: 5}\n\
+         - {priority: 0, shutdownGracePeriodSeconds: 60}\n",
+    );
+    assert_eq!(
+        s.periods[0],
+        PriorityPeriod {
+            priority: 0,
+            grace_period: Duration::from_secs(60)
+        }
+    );
+    assert_eq!(s.periods[1].priority, 100000, "sorted lowest first");
+}

@@ -114,3 +114,73 @@ fn version_is_in_upstreams_format_for_kubeadm() {
         "{v}"
     );
 }
+
+/// SIGUSR1 tells the daemon the node is shutting down (graceful node
+/// shutdown configured in the file): the static pod is terminated with
+/// upstream's reason and the process keeps running.
+#[test]
+fn sigusr1_shuts_the_node_down_gracefully() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let tmp = tempfile::tempdir().unwrap();
+    let (_cri, ep) = mock_cri(tmp.path());
+    let pods = tmp.path().join("manifests");
+    std::fs::create_dir(&pods).unwrap();
+    std::fs::write(
+        pods.join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\nspec:\n  containers:\n  - name: c\n    image: 'busybox:1.36'\n    command: [sh, -c, 'sleep 3600']\n",
+    )
+    .unwrap();
+    let config = tmp.path().join("kubelet.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nshutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 5s\n\
+         authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n",
+    )
+    .unwrap();
+    let port = bin::free_port();
+    let mut a = Actlet::start(
+        tmp.path(),
+        "shutdown",
+        &ep,
+        &[
+            format!("--config={}", config.display()),
+            format!("--pod-manifest-path={}", pods.display()),
+            format!("--read-only-port={port}"),
+            format!("--port={}", bin::free_port()),
+            "--address=127.0.0.1".into(),
+        ],
+    );
+    a.wait_healthy(Duration::from_secs(30));
+    let phase =
+        |want: &str| {
+            bin::get(port, "/pods").is_some_and(|response| {
+                let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+                let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+                v["items"].as_array().into_iter().flatten().any(|p| {
+                    p["status"]["phase"] == want && (want != "Failed" || p["status"]["reason"] == "Terminated")
+                })
+            })
+        };
+    let wait = |want: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !phase(want) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {want} pod in {:?}: {}",
+                bin::get(port, "/pods"),
+                a.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    wait("Running");
+    kill(Pid::from_raw(a.proc.0.id() as i32), Signal::SIGUSR1).unwrap();
+    wait("Failed");
+    assert!(a.log().contains("received shutdown signal from USR1"), "{}", a.log());
+    assert!(
+        a.proc.0.try_wait().unwrap().is_none(),
+        "actlet keeps running: {}",
+        a.log()
+    );
+}

@@ -56,6 +56,7 @@
 //! | `pod-config` | `src/config/pod_config.rs` | `PodConfigState` (the merge) | `SourceSnapshot`, `GetManifestErrors` |
 //! | `container-gc`, `image-gc` | `src/gc/container_actor.rs`, `src/gc/image_actor.rs` | `GcState` (image records, failure streaks) | (timers) |
 //! | `container-log-manager` | `src/logrotate/actor.rs` | nothing: the "round running" flag is in its deps | (monitor timer) |
+//! | `node-shutdown-manager` | `src/nodeshutdown/actor.rs` | `ShutdownHandle` (shutting down or not) | `NodeShutdownEvent` |
 //! | `eviction-manager` | `src/eviction/actor.rs` | `EvictionHandle` (tracker, pressures, pod being evicted) | (monitoring timer) |
 //! | `container-manager` | `src/cm/actor.rs` | `ContainerManager` (the on/off decision, cgroupfs) | (QoS update timer) |
 //! | `oom-watcher` | `src/cm/oom_watcher.rs` | `OomState` (last kmsg record, partial kill) | (kmsg read timer) |

@@ -102,6 +102,7 @@ pub(super) struct NodeInputs {
     pub handle: NodeHandle,
     pub events: EventRecorder,
     pub eviction: crate::eviction::EvictionHandle,
+    pub shutdown: crate::nodeshutdown::ShutdownHandle,
 }
 
 /// The two API clients: bulk (rate limited) and heartbeat (short timeout).
@@ -148,6 +149,7 @@ pub(super) fn late(
         wall_clock: config.wall_clock.clone(),
         handle: node.handle.clone(),
         eviction: node.eviction.clone(),
+        shutdown: node.shutdown.clone(),
     };
     // The Lease tells the pod watch when the API server answers again.
     let reachability = ApiReachability::default();
@@ -189,6 +191,7 @@ pub(super) fn local_node_conditions(config: &KubeletConfig, node: NodeInputs) ->
             clock.clone(),
         )
         .with_eviction(node.eviction.clone())
+        .with_shutdown(node.shutdown.clone())
     })
     .into()
 }

@@ -347,6 +347,17 @@ pub struct KubeletConfig {
     /// c.eviction.thresholds = parse_thresholds(&ThresholdSettings { hard, ..Default::default() }, false).unwrap();
     /// ```
     pub eviction: crate::eviction::EvictionConfig,
+    /// Graceful node shutdown: the priority groups and their budgets
+    /// (`shutdownGracePeriod`, `shutdownGracePeriodCriticalPods`,
+    /// `shutdownGracePeriodByPodPriority`); empty by default (off).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// use std::time::Duration;
+    /// c.shutdown = actlet::nodeshutdown::ShutdownConfig::new(Duration::from_secs(30), Duration::from_secs(10), vec![]);
+    /// assert!(c.shutdown.enabled());
+    /// ```
+    pub shutdown: crate::nodeshutdown::ShutdownConfig,
     /// `clusterDNS`: nameservers of `ClusterFirst` pods (empty: such pods
     /// fall back to the host's DNS with a `MissingClusterDNS` event).
     ///
@@ -486,6 +497,7 @@ impl KubeletConfig {
             image_maximum_gc_age: Duration::ZERO,
             image_fs: crate::gc::ImageFsSource::default(),
             eviction: crate::eviction::EvictionConfig::default(),
+            shutdown: crate::nodeshutdown::ShutdownConfig::default(),
             cluster_dns: Vec::new(),
             cluster_domain: String::new(),
             server_addr: None,

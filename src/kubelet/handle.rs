@@ -251,9 +251,38 @@ pub struct Kubelet {
     /// # });
     /// ```
     pub eviction: crate::eviction::EvictionHandle,
+    /// Whether the node is shutting down (see [`Kubelet::node_shutdown`]).
+    pub node_shutdown: crate::nodeshutdown::ShutdownHandle,
+    /// The `node-shutdown-manager` (graceful shutdown configured).
+    pub(crate) shutdown_manager:
+        Option<crate::actors::supervisor::SupervisedRecipient<crate::nodeshutdown::NodeShutdownEvent>>,
 }
 
 impl Kubelet {
+    /// Tells the kubelet the node is about to shut down (`true`: terminate
+    /// the pods by priority within the configured budget, stop admitting,
+    /// report NotReady) or that the shutdown was cancelled (`false`). The
+    /// daemon calls this on SIGUSR1. Fails when graceful shutdown is not
+    /// configured or the manager cannot be reached.
+    ///
+    /// ```
+    /// # actlet::testing::run_paused(async {
+    /// let node = actlet::testing::TestNode::start();
+    /// assert!(node.kubelet().node_shutdown(true).is_err()); // shutdownGracePeriod is 0: off
+    /// # });
+    /// ```
+    pub fn node_shutdown(&self, shutting_down: bool) -> Result<(), String> {
+        node_shutdown(self.shutdown_manager.as_ref(), shutting_down)
+    }
+
+    /// What [`Kubelet::node_shutdown`] sends to, for a task that outlives
+    /// this borrow (the daemon's SIGUSR1 handler); `None` when off.
+    pub fn node_shutdown_trigger(
+        &self,
+    ) -> Option<crate::actors::supervisor::SupervisedRecipient<crate::nodeshutdown::NodeShutdownEvent>> {
+        self.shutdown_manager.clone()
+    }
+
     /// The desired pods with their latest status, sorted by namespace and name.
     ///
     /// ```
@@ -354,4 +383,17 @@ impl Kubelet {
     pub async fn shutdown(&self, deadline: Duration) -> Result<ShutdownReport, SupervisorError> {
         self.root.shutdown(deadline).await
     }
+}
+
+/// Sends a shutdown event to `manager` (see [`Kubelet::node_shutdown`]).
+pub fn node_shutdown(
+    manager: Option<&crate::actors::supervisor::SupervisedRecipient<crate::nodeshutdown::NodeShutdownEvent>>,
+    shutting_down: bool,
+) -> Result<(), String> {
+    let Some(manager) = manager else {
+        return Err("graceful node shutdown is not configured (shutdownGracePeriod is 0)".into());
+    };
+    manager
+        .do_send(crate::nodeshutdown::NodeShutdownEvent(shutting_down))
+        .map_err(|e| format!("node shutdown manager unreachable: {e}"))
 }

@@ -16,6 +16,6 @@ mod start;
 
 pub use config::{ConfigError, KubeletConfig, WallClock};
 pub use extensions::{Extensions, SourceSpecFactory};
-pub use handle::Kubelet;
+pub use handle::{Kubelet, node_shutdown};
 pub use node_facts::{MachineInfo, NodeFacts, detect_node_ip};
 pub use start::{StartError, go_arch, start, start_with};

@@ -349,6 +349,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     );
     // Node pressure and the eviction tracker: owned by nobody that can crash.
     let eviction = crate::eviction::EvictionHandle::default();
+    // Whether the node is shutting down: likewise.
+    let shutdown = crate::nodeshutdown::ShutdownHandle::default();
     let deps = WorkerDeps {
         runtime: manager,
         cache: cache.clone(),
@@ -400,11 +402,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let (sync_state, pss) = (SyncLoopState::default(), pod_sync_statuses.clone());
     let gc_sync_state = sync_state.clone();
     let forget = status_ref.recipient();
-    let ev_admit = eviction.clone();
+    let (ev_admit, sd_admit) = (eviction.clone(), shutdown.clone());
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
             .with_eviction(ev_admit.clone())
+            .with_shutdown(sd_admit.clone())
             .with_sysctls(sysctls.clone())
             .with_events(ev.clone())
             .with_state(sync_state.clone(), pss.clone())
@@ -521,6 +524,25 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     ) {
         root = root.child(spec);
     }
+    let mut shutdown_manager = None;
+    if config.shutdown.enabled() {
+        let deps = crate::nodeshutdown::ShutdownDeps {
+            config: config.shutdown.clone(),
+            pods: pods.clone(),
+            pod_sync_statuses: pod_sync_statuses.clone(),
+            workers: workers_ref.recipient(),
+            events: events.clone(),
+            node_name: config.node_name.clone(),
+            handle: shutdown.clone(),
+        };
+        let spec = ChildSpec::new("node-shutdown-manager", move || {
+            crate::nodeshutdown::NodeShutdownManager::new(deps.clone())
+        });
+        shutdown_manager = Some(spec.child_ref().recipient());
+        root = root.child(spec);
+    } else {
+        tracing::info!("no graceful shutdown configuration: node shutdown will be immediate");
+    }
     for spec in crate::gc::children(crate::gc::GcInputs {
         config: &config,
         runtime: runtime.clone(),
@@ -565,6 +587,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         handle: node_handle.clone(),
         events: events.clone(),
         eviction: eviction.clone(),
+        shutdown: shutdown.clone(),
     };
     match &ext.api_client {
         Some(client) => {
@@ -649,6 +672,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         pod_sync_statuses,
         probes: probe_store,
         eviction,
+        node_shutdown: shutdown,
+        shutdown_manager,
     })
 }
 

@@ -53,6 +53,23 @@ impl Resolved {
         if let Some(d) = kc.container_log_monitor_interval.and_then(|d| d.to_std()) {
             config.container_log_policy.monitor_interval = d;
         }
+        let d = |v: Option<super::GoDuration>| v.and_then(|d| d.to_std()).unwrap_or_default();
+        let by_priority = kc
+            .shutdown_grace_period_by_pod_priority
+            .iter()
+            .flatten()
+            .map(|p| crate::nodeshutdown::PriorityPeriod {
+                priority: p.priority,
+                grace_period: std::time::Duration::from_secs(
+                    u64::try_from(p.shutdown_grace_period_seconds).unwrap_or(0),
+                ),
+            })
+            .collect();
+        config.shutdown = crate::nodeshutdown::ShutdownConfig::new(
+            d(kc.shutdown_grace_period),
+            d(kc.shutdown_grace_period_critical_pods),
+            by_priority,
+        );
     }
 
     /// The effective configuration as JSON with secrets masked

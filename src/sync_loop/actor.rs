@@ -102,6 +102,7 @@ pub struct SyncLoop {
     admission: Option<(NodeAllocatable, StatusCache)>,
     sysctls: Option<crate::sysctl::Allowlist>,
     eviction: Option<crate::eviction::EvictionHandle>,
+    shutdown: Option<crate::nodeshutdown::ShutdownHandle>,
     events: EventRecorder,
     state: SyncLoopState,
     usage: Usage,
@@ -132,6 +133,7 @@ impl SyncLoop {
             admission: None,
             sysctls: None,
             eviction: None,
+            shutdown: None,
             events: EventRecorder::disabled(),
             state: SyncLoopState::default(),
             usage: Usage::default(),
@@ -187,6 +189,13 @@ impl SyncLoop {
         self
     }
 
+    /// Rejects every pod while the node shuts down (`NodeShutdown`, upstream's
+    /// shutdown admit handler, checked last).
+    pub fn with_shutdown(mut self, shutdown: crate::nodeshutdown::ShutdownHandle) -> Self {
+        self.shutdown = Some(shutdown);
+        self
+    }
+
     /// Rejects pods setting sysctls outside `allowlist` (`SysctlForbidden`).
     pub fn with_sysctls(mut self, allowlist: crate::sysctl::Allowlist) -> Self {
         self.sysctls = Some(allowlist);
@@ -226,6 +235,9 @@ impl SyncLoop {
             self.usage = Usage::of(book.admitted.values().map(|p| p.as_ref()));
         }
         admit_with(pod, &self.usage, node)?;
+        if let Some(shutdown) = &self.shutdown {
+            shutdown.admit(pod)?;
+        }
         self.usage.add(pod);
         book.admitted.insert(uid, pod.clone());
         Ok(())

@@ -111,6 +111,7 @@ pub async fn harness(server: &TestApiServer) -> Harness {
         wall_clock: WallClock::system(),
         handle: NodeHandle::default(),
         eviction: actlet::eviction::EvictionHandle::default(),
+        shutdown: actlet::nodeshutdown::ShutdownHandle::default(),
     };
     Harness {
         mock,

@@ -78,7 +78,9 @@ impl NodeActor {
         let input = SyncInput {
             api: Api::all(self.deps.client.clone()),
             inputs: self.inputs(),
-            health: Health::from_checks(&runtime, &pleg).with_pressure(&self.deps.eviction.pressures()),
+            health: Health::from_checks(&runtime, &pleg)
+                .with_error(self.deps.shutdown.status())
+                .with_pressure(&self.deps.eviction.pressures()),
             now: self.deps.wall_clock.now(),
             register: (!self.registered).then(|| (self.deps.node_labels.clone(), self.deps.taints.clone())),
             report_due: self

@@ -60,6 +60,21 @@ impl Health {
         }
     }
 
+    /// With one more cause of NotReady (after the runtime's and the PLEG's,
+    /// as upstream's `ReadyCondition` lists the shutdown status).
+    ///
+    /// ```
+    /// use actlet::cluster::node::conditions::Health;
+    /// let h = Health::default().with_error(Err("node is shutting down".into()));
+    /// assert_eq!(h.cause().as_deref(), Some("node is shutting down"));
+    /// ```
+    pub fn with_error(mut self, check: Result<(), String>) -> Self {
+        if let Err(e) = check {
+            self.errors.push(e);
+        }
+        self
+    }
+
     /// With the eviction manager's pressure conditions.
     ///
     /// ```

@@ -31,6 +31,7 @@ pub struct LocalNodeConditions {
     period: Duration,
     wall_clock: WallClock,
     eviction: Option<crate::eviction::EvictionHandle>,
+    shutdown: Option<crate::nodeshutdown::ShutdownHandle>,
 }
 
 impl LocalNodeConditions {
@@ -53,7 +54,14 @@ impl LocalNodeConditions {
             period,
             wall_clock,
             eviction: None,
+            shutdown: None,
         }
+    }
+
+    /// Reports NotReady while `shutdown` says the node is shutting down.
+    pub fn with_shutdown(mut self, shutdown: crate::nodeshutdown::ShutdownHandle) -> Self {
+        self.shutdown = Some(shutdown);
+        self
     }
 
     /// Reports the pressure conditions `eviction` holds.
@@ -66,6 +74,9 @@ impl LocalNodeConditions {
         let runtime = self.runtime_health.borrow().clone();
         let pleg = self.pleg_health.check(tokio::time::Instant::now(), self.started);
         let mut health = Health::from_checks(&runtime, &pleg);
+        if let Some(s) = &self.shutdown {
+            health = health.with_error(s.status());
+        }
         if let Some(e) = &self.eviction {
             health = health.with_pressure(&e.pressures());
         }

@@ -217,6 +217,8 @@ pub struct NodeDeps {
     pub handle: NodeHandle,
     /// Node pressure from the eviction manager (the pressure conditions).
     pub eviction: crate::eviction::EvictionHandle,
+    /// Whether the node is shutting down (Ready=False).
+    pub shutdown: crate::nodeshutdown::ShutdownHandle,
 }
 
 impl std::fmt::Debug for NodeDeps {

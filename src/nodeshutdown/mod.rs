@@ -1,0 +1,109 @@
+//! Graceful node shutdown (upstream `pkg/kubelet/nodeshutdown`): when the
+//! node is about to shut down, pods are terminated by priority group within
+//! `shutdownGracePeriod` (`shutdownGracePeriodCriticalPods` kept for the
+//! critical ones, or `shutdownGracePeriodByPodPriority`), each `Failed` with
+//! reason `Terminated`, the node reports NotReady ("node is shutting down")
+//! and admits no new pod (`NodeShutdown`).
+//!
+//! The trigger is SIGUSR1 to the daemon (as upstream's kubelet also accepts)
+//! or [`Kubelet::node_shutdown`](crate::Kubelet::node_shutdown) for
+//! embedders. Not built yet: systemd-logind's `PrepareForShutdown` signal and
+//! its delay inhibitor lock over D-Bus.
+//!
+//! - [`groups`]: budgets per priority group (pure);
+//! - [`ShutdownHandle`]: the owned state (shutting down or not) and admission;
+//! - [`actor`]: the `node-shutdown-manager` actor.
+
+pub mod actor;
+pub mod groups;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use k8s_openapi::api::core::v1::Pod;
+
+pub use actor::{NodeShutdownEvent, NodeShutdownManager, ShutdownDeps};
+pub use groups::PriorityPeriod;
+
+use crate::admission::Rejection;
+
+/// Status reason of pods terminated for the shutdown.
+pub const REASON: &str = "Terminated";
+/// Status message of pods terminated for the shutdown.
+pub const MESSAGE: &str = "Pod was terminated in response to imminent node shutdown.";
+/// Admission rejection reason while shutting down.
+pub const NOT_ADMITTED_REASON: &str = "NodeShutdown";
+/// Admission rejection message while shutting down.
+pub const NOT_ADMITTED_MESSAGE: &str = "Pod was rejected as the node is shutting down.";
+/// The Ready condition's cause while shutting down.
+pub const SHUTTING_DOWN: &str = "node is shutting down";
+
+/// Whether the node is shutting down: owned by nobody that can crash, read
+/// by the node status, admission and the manager after a restart.
+#[derive(Clone, Debug, Default)]
+pub struct ShutdownHandle(Arc<AtomicBool>);
+
+impl ShutdownHandle {
+    /// Whether a shutdown is in progress.
+    pub fn shutting_down(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Marks the shutdown started (`true`) or cancelled (`false`).
+    pub fn set(&self, shutting_down: bool) {
+        self.0.store(shutting_down, Ordering::Release);
+    }
+
+    /// Upstream `ShutdownStatus`: the Ready condition's cause, if any.
+    pub fn status(&self) -> Result<(), String> {
+        if self.shutting_down() {
+            Err(SHUTTING_DOWN.to_string())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Upstream shutdown `Admit`: no pod while shutting down.
+    ///
+    /// ```
+    /// let h = actlet::nodeshutdown::ShutdownHandle::default();
+    /// let pod = actlet::testing::PodBuilder::new("p").build();
+    /// assert!(h.admit(&pod).is_ok());
+    /// h.set(true);
+    /// let r = h.admit(&pod).unwrap_err();
+    /// assert_eq!((r.reason.as_str(), r.event_message()), ("NodeShutdown", "Pod was rejected as the node is shutting down."));
+    /// ```
+    pub fn admit(&self, _pod: &Pod) -> Result<(), Rejection> {
+        if self.shutting_down() {
+            return Err(Rejection::new(NOT_ADMITTED_REASON, NOT_ADMITTED_MESSAGE));
+        }
+        Ok(())
+    }
+}
+
+/// The manager's settings (`KubeletConfig::shutdown`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownConfig {
+    /// The groups, lowest priority first (empty: graceful shutdown off).
+    pub periods: Vec<PriorityPeriod>,
+}
+
+impl ShutdownConfig {
+    /// From `shutdownGracePeriod`/`shutdownGracePeriodCriticalPods`, or
+    /// `shutdownGracePeriodByPodPriority` when that is set (upstream).
+    pub fn new(total: std::time::Duration, critical: std::time::Duration, by_priority: Vec<PriorityPeriod>) -> Self {
+        let periods = if by_priority.is_empty() {
+            groups::migrate_config(total, critical)
+        } else {
+            by_priority
+        };
+        Self {
+            periods: groups::sorted(periods),
+        }
+    }
+
+    /// Whether graceful shutdown is on.
+    pub fn enabled(&self) -> bool {
+        !self.periods.is_empty()
+    }
+}
