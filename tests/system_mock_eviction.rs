@@ -260,3 +260,128 @@ fn memory_pressure_evicts_besteffort_first_and_refuses_new_ones() {
         );
     });
 }
+
+/// An image filesystem of `capacity` bytes holding the mock's images.
+#[derive(Clone)]
+struct ImageDisk {
+    mock: actlet::cri::mock::MockRuntime,
+    capacity: Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[async_trait::async_trait]
+impl NodeSummary for ImageDisk {
+    async fn summary(&self) -> Result<Summary, String> {
+        use actlet::cri::Runtime;
+        let images = self
+            .mock
+            .list_images(Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let used: u64 = images.images.iter().map(|i| i.size).sum();
+        let capacity = self.capacity.load(std::sync::atomic::Ordering::SeqCst);
+        let t = "2026-01-01T00:00:00Z";
+        serde_json::from_value(serde_json::json!({
+            "node": {"nodeName": "node-a", "startTime": t,
+                     "runtime": {"imageFs": {"time": t, "availableBytes": capacity.saturating_sub(used), "capacityBytes": capacity}}},
+            "pods": []
+        }))
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// Disk pressure is first met by node-level reclaim: the GC removes the
+/// unused image and no pod is evicted. When nothing is left to reclaim, the
+/// pod is evicted.
+#[test]
+fn disk_pressure_reclaims_unused_images_before_evicting() {
+    use actlet::cri::mock::{MockImage, MockRuntime};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    run_paused(async {
+        let img = |n: &str, mib: u64| {
+            MockImage::new(&format!("example.com/{n}:1"))
+                .size(mib * MI)
+                .busybox_like()
+        };
+        let mock = MockRuntime::builder()
+            .without_default_images()
+            .image(MockImage::pause())
+            .image(img("app", 100))
+            .image(img("big", 600))
+            .build();
+        let disk = ImageDisk {
+            mock: mock.clone(),
+            capacity: Arc::new(AtomicU64::new(10_000 * MI)),
+        };
+        let events: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let log = events.clone();
+        let source = SummarySource::new(disk.clone());
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(move |b| {
+                b.configure(move |c| {
+                    let hard = [("imagefs.available".to_string(), "50%".to_string())].into();
+                    c.eviction.thresholds = parse_thresholds(
+                        &ThresholdSettings {
+                            hard,
+                            ..Default::default()
+                        },
+                        false,
+                    )
+                    .unwrap();
+                    c.eviction.monitoring_interval = Duration::from_secs(1);
+                    c.eviction.summary = Some(source);
+                    c.image_minimum_gc_age = Duration::ZERO;
+                })
+                .on_event(move |e| log.lock().unwrap().push((e.reason, e.message)))
+            })
+            .start();
+        let app = PodBuilder::new("app")
+            .uid("uid-app")
+            .container("c", "example.com/app:1", ["sleep", "3600"])
+            .build();
+        node.set_pods(vec![app.clone()]);
+        node.wait_for_phase("default", "app", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        // 1000 MiB with 700+ used: under 50% available; the unused image goes.
+        disk.capacity.store(1000 * MI, Ordering::SeqCst);
+        let big_gone = || async {
+            use actlet::cri::Runtime;
+            let images = mock.list_images(Default::default()).await.unwrap().images;
+            !images.iter().any(|i| i.repo_tags.iter().any(|t| t.contains("big")))
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !big_gone().await {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the unused image was not reclaimed"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(
+            node.status("default", "app").and_then(|s| s.phase).as_deref(),
+            Some("Running")
+        );
+        assert!(
+            !events.lock().unwrap().iter().any(|(r, _)| r == "Evicted"),
+            "{:?}",
+            events.lock().unwrap()
+        );
+
+        // A smaller disk: nothing left to reclaim, so the pod goes.
+        disk.capacity.store(150 * MI, Ordering::SeqCst);
+        node.wait_for_phase("default", "app", "Failed", Duration::from_secs(30))
+            .await
+            .unwrap();
+        let st = node.status("default", "app").unwrap();
+        assert_eq!(st.reason.as_deref(), Some("Evicted"));
+        assert!(
+            st.message
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("The node was low on resource: ephemeral-storage. "),
+            "{st:?}"
+        );
+    });
+}

@@ -22,8 +22,10 @@ use tokio::time::Instant;
 
 use super::rank::{Candidate, Usage, message, rank};
 use super::signals::observe;
+use super::signals::{Observations, met};
 use super::state::{EvictionHandle, REASON};
-use super::{EvictionConfig, SummarySource};
+use super::thresholds::Pressure;
+use super::{EvictionConfig, Reclaimer, SummarySource};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::events::EventRecorder;
 use crate::kuberuntime::qos::is_critical_pod;
@@ -62,6 +64,8 @@ pub struct EvictionDeps {
     pub allocatable_memory: Option<i64>,
     /// `kubelet_evictions{eviction_signal}`.
     pub evictions: Option<Family<Vec<(String, String)>, Gauge>>,
+    /// Node-level reclaim tried before evicting for a disk signal.
+    pub reclaim: Option<Reclaimer>,
 }
 
 /// The `eviction-manager` actor. See the [module docs](self).
@@ -84,10 +88,10 @@ impl EvictionManager {
         // A summary slower than the interval is abandoned: it only reads.
         let deadline = self.deps.config.monitoring_interval.max(Duration::from_secs(1));
         let fut = async move { tokio::time::timeout(deadline, source.0.summary()).await };
-        ctx.spawn(fut.into_actor(self).map(move |res, act, _| {
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             act.running = false;
             match res {
-                Ok(Ok(summary)) => act.synchronize(&summary),
+                Ok(Ok(summary)) => act.synchronize(&summary, ctx),
                 Ok(Err(e)) => tracing::warn!(error = %e, "eviction manager: failed to get summary stats"),
                 Err(_) => tracing::warn!(?deadline, "eviction manager: summary stats timed out"),
             }
@@ -133,7 +137,7 @@ impl EvictionManager {
         true
     }
 
-    fn synchronize(&mut self, summary: &Summary) {
+    fn synchronize(&mut self, summary: &Summary, ctx: &mut Context<Self>) {
         let cfg = &self.deps.config;
         let now = Instant::now();
         let observations = observe(summary, self.deps.allocatable_memory);
@@ -157,6 +161,51 @@ impl EvictionManager {
         let threshold = &cfg.thresholds[index];
         let observed = observations.get(&threshold.signal);
         tracing::warn!(signal = %threshold.signal, ?observed, "eviction manager: attempting to reclaim");
+        if threshold.signal.pressure() == Pressure::Disk
+            && let Some(reclaim) = self.deps.reclaim.clone()
+        {
+            self.reclaim_then_evict(index, reclaim, ctx);
+            return;
+        }
+        self.evict(index, summary, &observations, now);
+    }
+
+    /// Upstream `reclaimNodeLevelResources`: GC first, then a fresh summary;
+    /// a pod is evicted only if some threshold is still met. The round stays
+    /// "running" meanwhile (no tick starts another).
+    fn reclaim_then_evict(&mut self, index: usize, reclaim: Reclaimer, ctx: &mut Context<Self>) {
+        self.running = true;
+        let source = self.deps.source.clone();
+        let deadline = self.deps.config.monitoring_interval.max(Duration::from_secs(1));
+        let fut = async move {
+            let done = reclaim.0.reclaim().await;
+            let summary = tokio::time::timeout(deadline, source.0.summary()).await;
+            (done, summary)
+        };
+        ctx.spawn(fut.into_actor(self).map(move |(done, summary), act, _| {
+            act.running = false;
+            match done {
+                Ok(what) => tracing::info!(%what, "eviction manager: node-level reclaim done"),
+                Err(e) => tracing::warn!(error = %e, "eviction manager: node-level reclaim failed"),
+            }
+            let Ok(Ok(summary)) = summary else {
+                tracing::warn!("eviction manager: no summary after reclaim; the next round decides");
+                return;
+            };
+            let observations = observe(&summary, act.deps.allocatable_memory);
+            if met(&act.deps.config.thresholds, &observations, false).is_empty() {
+                tracing::info!("eviction manager: able to reduce resource pressure without evicting pods");
+                return;
+            }
+            act.evict(index, &summary, &observations, Instant::now());
+        }));
+    }
+
+    /// Evicts the first pod of the ranking for threshold `index`.
+    fn evict(&mut self, index: usize, summary: &Summary, observations: &Observations, now: Instant) {
+        let cfg = &self.deps.config;
+        let threshold = &cfg.thresholds[index];
+        let observed = observations.get(&threshold.signal);
         let mut candidates = self.active(summary);
         if candidates.is_empty() {
             tracing::error!(signal = %threshold.signal, "eviction manager: no pods to evict");

@@ -8,8 +8,9 @@
 //! - [`state`]: the owned [`EvictionHandle`] (node conditions, admission);
 //! - [`actor`]: the `eviction-manager` actor.
 //!
-//! Not built yet: node-level reclaim (container and image GC before evicting
-//! for disk signals), per-pod local storage limits (`emptyDir.sizeLimit`,
+//! For disk signals the GC reclaims first (unused containers and images), and
+//! a pod is evicted only when that was not enough. Not built yet: per-pod
+//! local storage limits (`emptyDir.sizeLimit`,
 //! `ephemeral-storage` limits) and memory threshold notifications (cgroup
 //! events); the summary is polled every `monitoringInterval` (10 s).
 
@@ -49,6 +50,31 @@ pub trait NodeSummary: Send + Sync + 'static {
 impl NodeSummary for crate::stats::StatsProvider {
     async fn summary(&self) -> Result<Summary, String> {
         self.collect().await.map(|c| c.summary).map_err(|e| e.to_string())
+    }
+}
+
+/// Node-level reclaim tried before a pod is evicted for a disk signal
+/// (upstream: container GC, then every unused image).
+#[async_trait::async_trait]
+pub trait NodeReclaim: Send + Sync + 'static {
+    /// Frees what can be freed without evicting pods; what it did.
+    async fn reclaim(&self) -> Result<String, String>;
+}
+
+/// A shared [`NodeReclaim`] (cheap to clone).
+#[derive(Clone)]
+pub struct Reclaimer(pub Arc<dyn NodeReclaim>);
+
+impl Reclaimer {
+    /// Shares `reclaim`.
+    pub fn new(reclaim: impl NodeReclaim) -> Self {
+        Self(Arc::new(reclaim))
+    }
+}
+
+impl fmt::Debug for Reclaimer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Reclaimer")
     }
 }
 

@@ -134,12 +134,12 @@ pub enum Value {
 
 impl Value {
     /// The absolute value against `capacity` (upstream `GetThresholdQuantity`:
-    /// a percentage truncates).
+    /// the percentage is a `float32`, the product truncates).
     pub fn quantity(self, capacity: i64) -> i64 {
         match self {
             Value::Quantity(q) => q,
-            // Truncation as upstream's int64(float64(capacity) * percentage).
-            Value::Percentage(p) => (capacity as f64 * p) as i64,
+            // As upstream's int64(float64(capacity) * float64(float32 percentage)).
+            Value::Percentage(p) => (capacity as f64 * f64::from(p as f32)) as i64,
         }
     }
 }
@@ -162,6 +162,56 @@ impl Threshold {
     /// Whether this is a hard threshold (no grace period).
     pub fn is_hard(&self) -> bool {
         self.grace_period.is_zero()
+    }
+}
+
+/// What the hard thresholds take off node allocatable (upstream
+/// `hardEvictionReservation`: `memory.available` from memory,
+/// `nodefs.available` from ephemeral storage).
+///
+/// ```
+/// use actlet::eviction::thresholds::{HardReservation, Value};
+/// let r = HardReservation::upstream_default();
+/// assert_eq!(r.amounts(1 << 30, 1000), (100 << 20, 100));
+/// assert_eq!(HardReservation::default().amounts(1 << 30, 1000), (0, 0)); // no thresholds
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HardReservation {
+    /// The hard `memory.available` threshold.
+    pub memory: Option<Value>,
+    /// The hard `nodefs.available` threshold.
+    pub nodefs: Option<Value>,
+}
+
+impl HardReservation {
+    /// From the configured thresholds (the hard ones count).
+    pub fn of(thresholds: &[Threshold]) -> Self {
+        let hard = |s: Signal| {
+            thresholds
+                .iter()
+                .find(|t| t.is_hard() && t.signal == s)
+                .map(|t| t.value)
+        };
+        Self {
+            memory: hard(Signal::MemoryAvailable),
+            nodefs: hard(Signal::NodeFsAvailable),
+        }
+    }
+
+    /// Upstream's default hard thresholds: `memory.available<100Mi`, `nodefs.available<10%`.
+    pub fn upstream_default() -> Self {
+        Self {
+            memory: Some(Value::Quantity(100 << 20)),
+            nodefs: Some(Value::Percentage(0.1)),
+        }
+    }
+
+    /// (memory, ephemeral storage) reserved against those capacities.
+    pub fn amounts(&self, memory_capacity: i64, storage_capacity: i64) -> (i64, i64) {
+        (
+            self.memory.map_or(0, |v| v.quantity(memory_capacity)),
+            self.nodefs.map_or(0, |v| v.quantity(storage_capacity)),
+        )
     }
 }
 

@@ -177,7 +177,7 @@ fn liveness(deps: &ContainerGcDeps) -> PodLiveness {
 }
 
 /// One round (upstream `GarbageCollect`); `Ok(None)` while the sources are not ready.
-async fn round(deps: &ContainerGcDeps, guard: RoundGuard) -> Result<Option<ContainerRound>, GcError> {
+pub(crate) async fn round(deps: &ContainerGcDeps, guard: RoundGuard) -> Result<Option<ContainerRound>, GcError> {
     if !deps.sync_state.sources_ready() {
         return Ok(None);
     }

@@ -162,8 +162,9 @@ async fn remove(
         .unwrap_or_else(|| (0, vec!["image removal task panicked".into()]))
 }
 
-/// One round (upstream `GarbageCollect`).
-async fn round(deps: &ImageGcDeps, guard: RoundGuard) -> Result<ImageRound, GcError> {
+/// The unused images in eviction order (least recently used first), the
+/// records updated from the runtime's listing.
+async fn unused_in_order(deps: &ImageGcDeps) -> Result<Vec<super::images::Candidate>, GcError> {
     let images = deps
         .runtime
         .list_images(v1::ListImagesRequest { filter: None })
@@ -180,12 +181,31 @@ async fn round(deps: &ImageGcDeps, guard: RoundGuard) -> Result<ImageRound, GcEr
         .containers;
     let protected: HashSet<String> = sandbox_image_id(&deps.runtime).await.into_iter().collect();
     let in_use = images_in_use(&images, &containers);
+    let mut records = deps.state.images();
+    records.detect(&images, &in_use, Instant::now());
+    Ok(records.eviction_order(&in_use, &protected))
+}
+
+/// Upstream `DeleteUnusedImages` (node-level reclaim for the eviction
+/// manager): every unused image past `imageMinimumGCAge`, least recently
+/// used first, whatever the thresholds say. The bytes freed.
+pub(crate) async fn delete_unused_images(deps: &ImageGcDeps, guard: RoundGuard) -> Result<u64, GcError> {
+    let order = unused_in_order(deps).await?;
+    let candidates = space_candidates(order, deps.policy.min_age, Instant::now());
+    let (freed, errors) = remove(deps, candidates, u64::MAX, &guard).await;
+    if !errors.is_empty() {
+        return Err(GcError::Removals {
+            what: "errors in image deletion",
+            errors,
+        });
+    }
+    Ok(freed)
+}
+
+/// One round (upstream `GarbageCollect`).
+async fn round(deps: &ImageGcDeps, guard: RoundGuard) -> Result<ImageRound, GcError> {
+    let order = unused_in_order(deps).await?;
     let now = Instant::now();
-    let order = {
-        let mut records = deps.state.images();
-        records.detect(&images, &in_use, now);
-        records.eviction_order(&in_use, &protected)
-    };
     let mut report = ImageRound::default();
 
     let (old, rest) = split_old_images(order, &deps.policy, now, deps.state.began);

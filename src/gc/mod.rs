@@ -24,6 +24,7 @@ pub mod image_fs;
 pub mod images;
 pub mod liveness;
 pub mod policy;
+pub mod reclaim;
 pub mod state;
 
 use std::time::Duration;
@@ -41,6 +42,7 @@ pub use error::GcError;
 pub use image_actor::{ImageGc, ImageGcDeps, ImageRound};
 pub use image_fs::{CriStatfs, FixedCapacity, ImageFsSource, ImageFsStats};
 pub use policy::{CONTAINER_GC_PERIOD, ContainerGcPolicy, IMAGE_GC_PERIOD, ImageGcPolicy};
+pub use reclaim::GcReclaim;
 pub use state::GcState;
 
 /// What the tree assembly hands to [`children`].
@@ -62,8 +64,9 @@ pub struct GcInputs<'a> {
 }
 
 /// The `container-gc` and `image-gc` children (no `image-gc` when image
-/// GC is disabled: high threshold 100 and no maximum age, as upstream).
-pub fn children(i: GcInputs<'_>) -> Vec<AnyChildSpec> {
+/// GC is disabled: high threshold 100 and no maximum age, as upstream), and
+/// the same GC as the eviction manager's node-level reclaim.
+pub fn children(i: GcInputs<'_>) -> (Vec<AnyChildSpec>, GcReclaim) {
     let c = i.config;
     let container = ContainerGcDeps {
         runtime: i.runtime.clone(),
@@ -80,6 +83,10 @@ pub fn children(i: GcInputs<'_>) -> Vec<AnyChildSpec> {
         node_name: c.node_name.clone(),
         wall_clock: c.wall_clock.clone(),
     };
+    let mut reclaim = GcReclaim {
+        container: container.clone(),
+        image: None,
+    };
     let mut out: Vec<AnyChildSpec> = vec![
         ChildSpec::new("container-gc", move || ContainerGc::new(container.clone()))
             .shutdown_timeout(Duration::from_secs(5))
@@ -88,7 +95,7 @@ pub fn children(i: GcInputs<'_>) -> Vec<AnyChildSpec> {
     let policy = c.image_gc_policy();
     if policy.disabled() {
         tracing::info!("imageGCHighThresholdPercent is 100 and imageMaximumGCAge is 0: image GC disabled");
-        return out;
+        return (out, reclaim);
     }
     let image = ImageGcDeps {
         runtime: i.runtime,
@@ -99,10 +106,11 @@ pub fn children(i: GcInputs<'_>) -> Vec<AnyChildSpec> {
         events: i.events,
         node_name: c.node_name.clone(),
     };
+    reclaim.image = Some(image.clone());
     out.push(
         ChildSpec::new("image-gc", move || ImageGc::new(image.clone()))
             .shutdown_timeout(Duration::from_secs(5))
             .into(),
     );
-    out
+    (out, reclaim)
 }

@@ -150,6 +150,7 @@ pub(super) fn late(
         handle: node.handle.clone(),
         eviction: node.eviction.clone(),
         shutdown: node.shutdown.clone(),
+        hard_eviction: crate::eviction::thresholds::HardReservation::of(&config.eviction.thresholds),
     };
     // The Lease tells the pod watch when the API server answers again.
     let reachability = ApiReachability::default();

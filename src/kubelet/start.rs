@@ -40,7 +40,6 @@ use crate::actors::supervisor::{
     ChildRef, ChildSpec, Criticality, RestartBackoff, Strategy, SupervisedRecipient, SupervisorSpec,
 };
 use crate::admission::NodeAllocatable;
-use crate::cluster::node::status::HARD_EVICTION_MEMORY;
 use crate::cluster::{MirrorPods, NodeHandle};
 use crate::config::{
     FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
@@ -124,11 +123,13 @@ fn node_allocatable(config: &KubeletConfig, facts: &NodeFacts) -> NodeAllocatabl
         .map(|(k, v)| (k.to_string(), v.to_string())),
     );
     let reserved = config.kube_reserved.plus(config.system_reserved);
+    let (hard_memory, _) = crate::eviction::thresholds::HardReservation::of(&config.eviction.thresholds)
+        .amounts(facts.memory_bytes, facts.ephemeral_storage_bytes);
     NodeAllocatable {
         node_name: node_name.to_string(),
         labels,
         cpu_milli: (facts.cpus * 1000 - reserved.cpu_milli).max(0),
-        memory_bytes: (facts.memory_bytes - reserved.memory_bytes - HARD_EVICTION_MEMORY).max(0),
+        memory_bytes: (facts.memory_bytes - reserved.memory_bytes - hard_memory).max(0),
         pods: config.max_pods,
         other: Default::default(),
     }
@@ -504,6 +505,15 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         })
         .criticality(Criticality::NonCritical),
     );
+    let (gc_children, gc_reclaim) = crate::gc::children(crate::gc::GcInputs {
+        config: &config,
+        runtime: runtime.clone(),
+        pods: pods.clone(),
+        pod_sync_statuses: pod_sync_statuses.clone(),
+        sync_state: gc_sync_state,
+        state: crate::gc::GcState::new(),
+        events: events.clone(),
+    });
     if let Some(spec) = eviction_manager(
         &config,
         crate::eviction::EvictionDeps {
@@ -520,6 +530,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             handle: eviction.clone(),
             allocatable_memory: Some(allocatable_memory(&config, &facts)),
             evictions: Some(metrics.evictions()),
+            reclaim: Some(crate::eviction::Reclaimer::new(gc_reclaim)),
         },
     ) {
         root = root.child(spec);
@@ -543,15 +554,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     } else {
         tracing::info!("no graceful shutdown configuration: node shutdown will be immediate");
     }
-    for spec in crate::gc::children(crate::gc::GcInputs {
-        config: &config,
-        runtime: runtime.clone(),
-        pods: pods.clone(),
-        pod_sync_statuses: pod_sync_statuses.clone(),
-        sync_state: gc_sync_state,
-        state: crate::gc::GcState::new(),
-        events: events.clone(),
-    }) {
+    for spec in gc_children {
         root = root.child(spec);
     }
 

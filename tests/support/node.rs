@@ -112,6 +112,7 @@ pub async fn harness(server: &TestApiServer) -> Harness {
         handle: NodeHandle::default(),
         eviction: actlet::eviction::EvictionHandle::default(),
         shutdown: actlet::nodeshutdown::ShutdownHandle::default(),
+        hard_eviction: actlet::eviction::thresholds::HardReservation::upstream_default(),
     };
     Harness {
         mock,

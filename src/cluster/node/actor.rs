@@ -63,6 +63,7 @@ impl NodeActor {
             kubelet_port: d.kubelet_port,
             images: None,
             features: d.runtime_health.borrow().features,
+            hard_eviction: d.hard_eviction,
         }
     }
 

@@ -219,6 +219,8 @@ pub struct NodeDeps {
     pub eviction: crate::eviction::EvictionHandle,
     /// Whether the node is shutting down (Ready=False).
     pub shutdown: crate::nodeshutdown::ShutdownHandle,
+    /// What the hard eviction thresholds take off allocatable.
+    pub hard_eviction: crate::eviction::thresholds::HardReservation,
 }
 
 impl std::fmt::Debug for NodeDeps {

@@ -127,6 +127,7 @@ mod tests {
             kubelet_port: 10250,
             images: None,
             features: None,
+            hard_eviction: crate::eviction::thresholds::HardReservation::upstream_default(),
         }
     }
 

@@ -18,13 +18,6 @@ use crate::messages::runtime_health::RuntimeFeatureSet;
 /// The `kubeletVersion` actlet reports (the Kubernetes API level it speaks).
 pub const KUBELET_VERSION: &str = "v1.36.0-actlet";
 
-/// Upstream's default hard eviction threshold `memory.available<100Mi`.
-pub const HARD_EVICTION_MEMORY: i64 = 100 << 20;
-
-/// Upstream's default hard eviction threshold `nodefs.available<10%`, as the
-/// `float32` upstream multiplies by.
-const HARD_EVICTION_NODEFS: f32 = 0.1;
-
 /// What the status is computed from (everything but the health checks).
 #[derive(Clone, Debug)]
 pub struct StatusInputs {
@@ -48,6 +41,8 @@ pub struct StatusInputs {
     pub images: Option<Vec<ContainerImage>>,
     /// `features` (from CRI `Status`), once the runtime answered.
     pub features: Option<RuntimeFeatureSet>,
+    /// What the hard eviction thresholds take off allocatable.
+    pub hard_eviction: crate::eviction::thresholds::HardReservation,
 }
 
 /// Bytes in canonical BinarySI form: `4025424Ki`, `1Gi`, `56403987978`.
@@ -98,14 +93,14 @@ pub fn capacity(i: &StatusInputs) -> BTreeMap<String, Quantity> {
     )
 }
 
-/// `allocatable`: capacity − kube-reserved − system-reserved − hard eviction
-/// thresholds (memory 100Mi, nodefs 10 %), never below zero.
+/// `allocatable`: capacity − kube-reserved − system-reserved − the hard
+/// eviction thresholds (`memory.available`, `nodefs.available`), never below zero.
 pub fn allocatable(i: &StatusInputs) -> BTreeMap<String, Quantity> {
     let storage = i.facts.ephemeral_storage_bytes;
-    let storage_eviction = (storage as f64 * f64::from(HARD_EVICTION_NODEFS)) as i64;
+    let (memory_eviction, storage_eviction) = i.hard_eviction.amounts(i.facts.memory_bytes, storage);
     resources(
         (i.facts.cpus * 1000 - i.reserved.cpu_milli).max(0),
-        (i.facts.memory_bytes - i.reserved.memory_bytes - HARD_EVICTION_MEMORY).max(0),
+        (i.facts.memory_bytes - i.reserved.memory_bytes - memory_eviction).max(0),
         if storage > 0 {
             (storage - i.reserved.ephemeral_storage_bytes - storage_eviction).max(0)
         } else {
@@ -211,6 +206,7 @@ mod tests {
             kubelet_port: 10250,
             images: None,
             features: None,
+            hard_eviction: crate::eviction::thresholds::HardReservation::upstream_default(),
         }
     }
 
