@@ -101,17 +101,18 @@ impl EvictionManager {
     /// Active pods: desired, with a worker that is syncing them.
     fn active(&self, summary: &Summary) -> Vec<Candidate> {
         let states = self.deps.pod_sync_statuses.states();
+        let stats: std::collections::HashMap<&str, _> =
+            summary.pods.iter().map(|p| (p.pod_ref.uid.as_str(), p)).collect();
         self.deps
             .pods
             .pods()
             .into_iter()
             .filter(|d| states.get(&pod_uid(&d.pod)) == Some(&WorkerState::Syncing))
             .map(|d| {
-                let uid = d.pod.metadata.uid.clone().unwrap_or_default();
-                let stats = summary.pods.iter().find(|p| p.pod_ref.uid == uid);
+                let uid = d.pod.metadata.uid.as_deref().unwrap_or_default();
                 Candidate {
+                    usage: stats.get(uid).map(|s| Usage::of(s)),
                     pod: d.pod.clone(),
-                    usage: stats.map(Usage::of),
                 }
             })
             .collect()

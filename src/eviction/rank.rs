@@ -185,20 +185,16 @@ pub fn message(
             },
             _ => None,
         };
-        let requested = c
+        let request = c
             .resources
             .as_ref()
             .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get(resource))
+            .and_then(|r| r.get(resource));
+        let requested = request
             .and_then(|q| crate::quantity::ParsedQuantity::from_quantity(q).ok())
             .map_or(0, |q| q.value());
         if let Some(used) = used.filter(|u| *u > requested) {
-            let requested = c
-                .resources
-                .as_ref()
-                .and_then(|r| r.requests.as_ref())
-                .and_then(|r| r.get(resource))
-                .map_or_else(|| "0".to_string(), |q| q.0.clone());
+            let requested = request.map_or("0", |q| q.0.as_str());
             msg += &format!(
                 "Container {} was using {}, request is {requested}, has larger consumption of {resource}. ",
                 c.name,

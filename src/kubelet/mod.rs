@@ -5,6 +5,7 @@
 //! and returns a [`Kubelet`] handle to query and stop it.
 
 mod api_server;
+mod children;
 mod cluster;
 mod config;
 mod config_flags;

@@ -181,6 +181,41 @@ pub fn detect_node_ip() -> Option<IpAddr> {
     None
 }
 
+/// Allocatable as the Node reports it: capacity − kube/system reserved −
+/// the hard eviction threshold; labels as registered.
+pub(super) fn node_allocatable(config: &super::KubeletConfig, facts: &NodeFacts) -> crate::admission::NodeAllocatable {
+    let node_name = config.node_name.as_str();
+    // The labels the Node gets (--node-labels first, the well-known ones win).
+    let mut labels = config.node_labels.clone();
+    labels.extend(
+        [
+            ("kubernetes.io/hostname", node_name),
+            ("kubernetes.io/os", std::env::consts::OS),
+            ("kubernetes.io/arch", super::go_arch()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    let reserved = config.kube_reserved.plus(config.system_reserved);
+    let (hard_memory, _) = crate::eviction::thresholds::HardReservation::of(&config.eviction.thresholds)
+        .amounts(facts.memory_bytes, facts.ephemeral_storage_bytes);
+    crate::admission::NodeAllocatable {
+        node_name: node_name.to_string(),
+        labels,
+        cpu_milli: (facts.cpus * 1000 - reserved.cpu_milli).max(0),
+        memory_bytes: (facts.memory_bytes - reserved.memory_bytes - hard_memory).max(0),
+        pods: config.max_pods,
+        other: Default::default(),
+    }
+}
+
+/// Node allocatable memory before the hard eviction threshold (upstream
+/// `GetNodeAllocatable`: capacity minus kube and system reserved).
+pub(super) fn allocatable_memory(config: &super::KubeletConfig, facts: &NodeFacts) -> i64 {
+    let reserved = config.kube_reserved.plus(config.system_reserved);
+    (facts.memory_bytes - reserved.memory_bytes).max(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,29 @@ pub(super) struct BoundServers {
     pub api: ServerAddrs,
 }
 
+/// The node's stats provider (one per kubelet: its CPU samples are shared by
+/// every reader).
+pub(super) fn stats_provider(
+    config: &KubeletConfig,
+    runtime: SharedRuntime,
+    pods: crate::pod_manager::PodManager,
+    cgroups: crate::cm::ContainerManager,
+) -> StatsProvider {
+    StatsProvider::new(
+        crate::stats::StatsSettings {
+            node_name: config.node_name.clone(),
+            root_dir: config.root_dir.clone(),
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            proc_root: "/proc".into(),
+            cgroup_mount: config.cgroups.cgroup_mount.clone(),
+        },
+        runtime,
+        pods,
+        Some(cgroups),
+        crate::stats::CpuUsageCache::default(),
+    )
+}
+
 /// Adds the configured servers to `root`; fails when the 10250 server's
 /// certificate or auth settings are unusable.
 pub(super) fn add_servers(

@@ -39,12 +39,8 @@ use super::node_facts::{NodeFacts, detect_node_ip};
 use crate::actors::supervisor::{
     ChildRef, ChildSpec, Criticality, RestartBackoff, Strategy, SupervisedRecipient, SupervisorSpec,
 };
-use crate::admission::NodeAllocatable;
 use crate::cluster::{MirrorPods, NodeHandle};
-use crate::config::{
-    FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, HttpSourceError, ManifestErrors, PodConfig,
-    PodConfigState,
-};
+use crate::config::{HttpSourceError, ManifestErrors, PodConfig, PodConfigState};
 use crate::cri::SharedRuntime;
 use crate::kuberuntime::dns::HostDns;
 use crate::kuberuntime::{RuntimeManager, RuntimeManagerConfig};
@@ -106,34 +102,6 @@ pub const SERVER_RETRY: RestartBackoff = RestartBackoff {
 
 /// Status-manager mailbox slots per allowed pod.
 const STATUS_MAILBOX_PER_POD: usize = 4;
-
-/// Allocatable as the Node reports it: capacity − kube/system reserved −
-/// the hard eviction threshold; labels as registered.
-fn node_allocatable(config: &KubeletConfig, facts: &NodeFacts) -> NodeAllocatable {
-    let node_name = config.node_name.as_str();
-    // The labels the Node gets (--node-labels first, the well-known ones win).
-    let mut labels = config.node_labels.clone();
-    labels.extend(
-        [
-            ("kubernetes.io/hostname", node_name),
-            ("kubernetes.io/os", std::env::consts::OS),
-            ("kubernetes.io/arch", go_arch()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string())),
-    );
-    let reserved = config.kube_reserved.plus(config.system_reserved);
-    let (hard_memory, _) = crate::eviction::thresholds::HardReservation::of(&config.eviction.thresholds)
-        .amounts(facts.memory_bytes, facts.ephemeral_storage_bytes);
-    NodeAllocatable {
-        node_name: node_name.to_string(),
-        labels,
-        cpu_milli: (facts.cpus * 1000 - reserved.cpu_milli).max(0),
-        memory_bytes: (facts.memory_bytes - reserved.memory_bytes - hard_memory).max(0),
-        pods: config.max_pods,
-        other: Default::default(),
-    }
-}
 
 /// `GOARCH` naming of this machine (`amd64`, `arm64`).
 ///
@@ -335,19 +303,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     });
     // The stats provider (and its CPU sample cache) outlives restarts of
     // its readers: the read-only port, 10250 and the eviction manager.
-    let stats = crate::stats::StatsProvider::new(
-        crate::stats::StatsSettings {
-            node_name: config.node_name.clone(),
-            root_dir: config.root_dir.clone(),
-            pod_logs_dir: config.pod_logs_dir.clone(),
-            proc_root: "/proc".into(),
-            cgroup_mount: config.cgroups.cgroup_mount.clone(),
-        },
-        runtime.clone(),
-        pods.clone(),
-        Some(cm.handle.clone()),
-        crate::stats::CpuUsageCache::default(),
-    );
+    let stats = super::servers::stats_provider(&config, runtime.clone(), pods.clone(), cm.handle.clone());
     // Node pressure and the eviction tracker: owned by nobody that can crash.
     let eviction = crate::eviction::EvictionHandle::default();
     // Whether the node is shutting down: likewise.
@@ -396,7 +352,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         heartbeat.clone(),
         config.sync.clone(),
     );
-    let allocatable = node_allocatable(&config, &facts);
+    let allocatable = super::node_facts::node_allocatable(&config, &facts);
     let sysctls = config.sysctls.clone();
     let st = statuses.clone();
     let ev = events.clone();
@@ -505,77 +461,26 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         })
         .criticality(Criticality::NonCritical),
     );
-    let (gc_children, gc_reclaim) = crate::gc::children(crate::gc::GcInputs {
+    let (managers, shutdown_manager) = super::children::node_managers(super::children::ManagerInputs {
         config: &config,
+        facts: &facts,
         runtime: runtime.clone(),
         pods: pods.clone(),
         pod_sync_statuses: pod_sync_statuses.clone(),
         sync_state: gc_sync_state,
-        state: crate::gc::GcState::new(),
+        workers: workers_ref.recipient(),
         events: events.clone(),
+        stats: stats.clone(),
+        eviction: eviction.clone(),
+        shutdown: shutdown.clone(),
+        evictions: metrics.evictions(),
     });
-    if let Some(spec) = eviction_manager(
-        &config,
-        crate::eviction::EvictionDeps {
-            config: config.eviction.clone(),
-            source: config
-                .eviction
-                .summary
-                .clone()
-                .unwrap_or_else(|| crate::eviction::SummarySource::new(stats.clone())),
-            pods: pods.clone(),
-            pod_sync_statuses: pod_sync_statuses.clone(),
-            workers: workers_ref.recipient(),
-            events: events.clone(),
-            handle: eviction.clone(),
-            allocatable_memory: Some(allocatable_memory(&config, &facts)),
-            evictions: Some(metrics.evictions()),
-            reclaim: Some(crate::eviction::Reclaimer::new(gc_reclaim)),
-        },
-    ) {
-        root = root.child(spec);
-    }
-    let mut shutdown_manager = None;
-    if config.shutdown.enabled() {
-        let deps = crate::nodeshutdown::ShutdownDeps {
-            config: config.shutdown.clone(),
-            pods: pods.clone(),
-            pod_sync_statuses: pod_sync_statuses.clone(),
-            workers: workers_ref.recipient(),
-            events: events.clone(),
-            node_name: config.node_name.clone(),
-            handle: shutdown.clone(),
-        };
-        let spec = ChildSpec::new("node-shutdown-manager", move || {
-            crate::nodeshutdown::NodeShutdownManager::new(deps.clone())
-        });
-        shutdown_manager = Some(spec.child_ref().recipient());
-        root = root.child(spec);
-    } else {
-        tracing::info!("no graceful shutdown configuration: node shutdown will be immediate");
-    }
-    for spec in gc_children {
+    for spec in managers {
         root = root.child(spec);
     }
 
-    if let Some(path) = &config.static_pod_path {
-        let mut fc = FileSourceConfig::new(path.clone(), config.node_name.clone());
-        fc.check_frequency = config.file_check_frequency;
-        let out = pc_ref.recipient();
-        root = root.child(ChildSpec::new("file-source", move || {
-            FileSource::new(fc.clone(), out.clone())
-        }));
-    }
-    if let Some(url) = &config.static_pod_url {
-        let mut hc = HttpSourceConfig::new(url.clone(), config.node_name.clone());
-        hc.headers = config.static_pod_url_headers.clone();
-        hc.check_frequency = config.http_check_frequency;
-        let out = pc_ref.recipient();
-        // Validate once up front, so the factory cannot fail later.
-        HttpSource::new(hc.clone(), out.clone())?;
-        root = root.child(ChildSpec::new("http-source", move || {
-            HttpSource::new(hc.clone(), out.clone()).unwrap_or_else(|e| unreachable!("validated at start: {e}"))
-        }));
+    for spec in super::children::static_sources(&config, pc_ref.recipient())? {
+        root = root.child(spec);
     }
 
     let node_handle = NodeHandle::default();
@@ -678,29 +583,4 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         node_shutdown: shutdown,
         shutdown_manager,
     })
-}
-
-/// Node allocatable memory before the hard eviction threshold (upstream
-/// `GetNodeAllocatable`: capacity minus kube and system reserved).
-fn allocatable_memory(config: &KubeletConfig, facts: &NodeFacts) -> i64 {
-    let reserved = config.kube_reserved.plus(config.system_reserved);
-    (facts.memory_bytes - reserved.memory_bytes).max(0)
-}
-
-/// The `eviction-manager` child, when any threshold is configured.
-fn eviction_manager(
-    config: &KubeletConfig,
-    deps: crate::eviction::EvictionDeps,
-) -> Option<crate::actors::supervisor::AnyChildSpec> {
-    if config.eviction.thresholds.is_empty() {
-        tracing::info!("no eviction thresholds configured: eviction manager off");
-        return None;
-    }
-    Some(
-        ChildSpec::new("eviction-manager", move || {
-            crate::eviction::EvictionManager::new(deps.clone())
-        })
-        .shutdown_timeout(Duration::from_secs(5))
-        .into(),
-    )
 }
