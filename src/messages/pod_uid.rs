@@ -52,6 +52,13 @@ impl fmt::Debug for PodUid {
     }
 }
 
+/// Lets maps keyed by `PodUid` be looked up by `&str` (the hash is the string's).
+impl std::borrow::Borrow<str> for PodUid {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl From<&str> for PodUid {
     fn from(s: &str) -> Self {
         Self::new(s)

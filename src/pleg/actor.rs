@@ -112,6 +112,9 @@ pub struct Pleg {
     health: PlegHealthHandle,
     period: Duration,
     old: Relist,
+    /// The last relist's pods' names (reused by the next one: no fresh
+    /// strings per pod and relist).
+    names: Names,
     reinspect: HashSet<PodUid>,
     relisting: bool,
     /// Relists failed in a row (logs are throttled while the runtime is away).
@@ -121,10 +124,13 @@ pub struct Pleg {
 /// While relists keep failing, one warning per this many (one a minute at the 1 s period).
 const FAILURE_LOG_EVERY: u64 = 60;
 
-/// One relist's raw result.
+/// Pod UID → (name, namespace), from the CRI labels.
+type Names = HashMap<PodUid, Arc<(String, String)>>;
+
+/// One relist's result.
 struct Listed {
     relist: Relist,
-    names: HashMap<PodUid, (String, String)>,
+    names: Names,
 }
 
 impl Pleg {
@@ -144,6 +150,7 @@ impl Pleg {
             health,
             period,
             old: Relist::new(),
+            names: Names::new(),
             reinspect: HashSet::new(),
             relisting: false,
             failures: 0,
@@ -169,7 +176,7 @@ impl Pleg {
                 .then(move |listed, act, _| {
                     let runtime = act.runtime.clone();
                     let cache = act.cache.clone();
-                    let (events, pods, new) = match listed {
+                    let (events, pods, new) = match listed.map(|(s, c)| build(&act.names, s, c)) {
                         Ok(l) => {
                             let events = compute_events(&act.old, &l.relist);
                             let mut pods: HashSet<PodUid> = events.iter().map(|e| e.uid.clone()).collect();
@@ -177,11 +184,11 @@ impl Pleg {
                             let pods: Vec<_> = pods
                                 .into_iter()
                                 .map(|uid| {
-                                    let (n, ns) = l.names.get(&uid).cloned().unwrap_or_default();
+                                    let (n, ns) = l.names.get(&uid).map(|n| (**n).clone()).unwrap_or_default();
                                     (uid, n, ns)
                                 })
                                 .collect();
-                            (events, pods, Some(l.relist))
+                            (events, pods, Some(l))
                         }
                         Err(e) => {
                             act.failures += 1;
@@ -206,7 +213,8 @@ impl Pleg {
                         }
                         act.reinspect.extend(failed);
                         act.cache.update_time(started);
-                        act.old = new;
+                        act.old = new.relist;
+                        act.names = new.names;
                         let now = Instant::now();
                         act.health.record(now, now - started);
                         if events.is_empty() {
@@ -226,7 +234,8 @@ impl Pleg {
     }
 }
 
-async fn list(runtime: &SharedRuntime) -> CriResult<Listed> {
+/// The runtime's sandboxes and containers, unfiltered.
+async fn list(runtime: &SharedRuntime) -> CriResult<(Vec<v1::PodSandbox>, Vec<v1::Container>)> {
     let sandboxes = runtime
         .list_pod_sandbox(v1::ListPodSandboxRequest { filter: None })
         .await?
@@ -235,35 +244,48 @@ async fn list(runtime: &SharedRuntime) -> CriResult<Listed> {
         .list_containers(v1::ListContainersRequest { filter: None })
         .await?
         .containers;
+    Ok((sandboxes, containers))
+}
+
+/// One relist's view of the listed items. Ids are moved out of the
+/// responses, and each pod's `PodUid` and names come from `prev` when the
+/// last relist saw the pod: per item, one map lookup and no allocation.
+fn build(prev: &Names, sandboxes: Vec<v1::PodSandbox>, containers: Vec<v1::Container>) -> Listed {
     let mut relist = Relist::with_capacity(sandboxes.len() + containers.len());
-    let mut names = HashMap::new();
-    let mut observe = |id: &str, labels: &HashMap<String, String>, state: PlegState| {
+    let mut names = Names::with_capacity(prev.len());
+    let mut observe = |id: String, labels: &HashMap<String, String>, state: PlegState| {
         let Some(uid) = labels.get(POD_UID_LABEL).filter(|u| !u.is_empty()) else {
             return;
         };
-        let uid = PodUid::new(uid.as_str());
-        names.entry(uid.clone()).or_insert_with(|| {
+        let pod = if let Some((k, _)) = names.get_key_value(uid.as_str()) {
+            k.clone()
+        } else if let Some((k, v)) = prev.get_key_value(uid.as_str()) {
+            names.insert(k.clone(), v.clone());
+            k.clone()
+        } else {
             let get = |k: &str| labels.get(k).cloned().unwrap_or_default();
-            (get(POD_NAME_LABEL), get(POD_NAMESPACE_LABEL))
-        });
-        relist.insert(id.to_string(), Observed { pod: uid, state });
+            let pod = PodUid::new(uid.as_str());
+            names.insert(pod.clone(), Arc::new((get(POD_NAME_LABEL), get(POD_NAMESPACE_LABEL))));
+            pod
+        };
+        relist.insert(id, Observed { pod, state });
     };
-    for s in &sandboxes {
+    for s in sandboxes {
         let state = match v1::PodSandboxState::try_from(s.state) {
             Ok(v1::PodSandboxState::SandboxReady) => PlegState::Running,
             _ => PlegState::Exited,
         };
-        observe(&s.id, &s.labels, state);
+        observe(s.id, &s.labels, state);
     }
-    for c in &containers {
+    for c in containers {
         let state = match v1::ContainerState::try_from(c.state) {
             Ok(v1::ContainerState::ContainerRunning) => PlegState::Running,
             Ok(v1::ContainerState::ContainerExited) => PlegState::Exited,
             _ => PlegState::Unknown,
         };
-        observe(&c.id, &c.labels, state);
+        observe(c.id, &c.labels, state);
     }
-    Ok(Listed { relist, names })
+    Listed { relist, names }
 }
 
 /// Reads and caches the status of each pod; returns the pods that failed.
@@ -299,5 +321,83 @@ impl Actor for Pleg {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.relist(ctx);
         ctx.run_interval(self.period, |act, ctx| act.relist(ctx));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(uid: &str, name: &str) -> HashMap<String, String> {
+        HashMap::from([
+            (POD_UID_LABEL.to_string(), uid.to_string()),
+            (POD_NAME_LABEL.to_string(), name.to_string()),
+            (POD_NAMESPACE_LABEL.to_string(), "ns".to_string()),
+        ])
+    }
+
+    fn sandbox(id: &str, uid: &str, ready: bool) -> v1::PodSandbox {
+        let state = if ready {
+            v1::PodSandboxState::SandboxReady
+        } else {
+            v1::PodSandboxState::SandboxNotready
+        };
+        v1::PodSandbox {
+            id: id.into(),
+            state: state as i32,
+            labels: labels(uid, &format!("pod-{uid}")),
+            ..Default::default()
+        }
+    }
+
+    fn container(id: &str, uid: &str, state: v1::ContainerState) -> v1::Container {
+        v1::Container {
+            id: id.into(),
+            state: state as i32,
+            labels: labels(uid, &format!("pod-{uid}")),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn build_maps_states_and_reuses_the_last_relists_names() {
+        let first = build(
+            &Names::new(),
+            vec![
+                sandbox("s1", "u1", true),
+                sandbox("s2", "u2", false),
+                sandbox("x", "", true),
+            ],
+            vec![
+                container("c1", "u1", v1::ContainerState::ContainerRunning),
+                container("c2", "u2", v1::ContainerState::ContainerExited),
+                container("c3", "u2", v1::ContainerState::ContainerCreated),
+            ],
+        );
+        let state = |l: &Listed, id: &str| l.relist.get(id).map(|o| (o.pod.to_string(), o.state));
+        assert_eq!(state(&first, "s1"), Some(("u1".into(), PlegState::Running)));
+        assert_eq!(state(&first, "s2"), Some(("u2".into(), PlegState::Exited)));
+        assert_eq!(state(&first, "c1"), Some(("u1".into(), PlegState::Running)));
+        assert_eq!(state(&first, "c2"), Some(("u2".into(), PlegState::Exited)));
+        assert_eq!(state(&first, "c3"), Some(("u2".into(), PlegState::Unknown)));
+        assert_eq!(state(&first, "x"), None, "items without a pod UID are not a pod's");
+        assert_eq!(
+            *first.names[&PodUid::from("u1")],
+            ("pod-u1".to_string(), "ns".to_string())
+        );
+
+        // The next relist shares the names it already had; a gone pod's are dropped.
+        let second = build(
+            &first.names,
+            vec![sandbox("s1", "u1", true), sandbox("s3", "u3", true)],
+            vec![],
+        );
+        let u1 = PodUid::from("u1");
+        assert!(Arc::ptr_eq(&first.names[&u1], &second.names[&u1]));
+        assert!(!second.names.contains_key("u2"));
+        assert_eq!(second.names["u3"].0, "pod-u3");
+        let events = compute_events(&first.relist, &second.relist);
+        assert!(events.iter().any(|e| e.id == "c1" && e.uid == u1));
+        assert!(events.iter().any(|e| e.id == "s3" && e.uid == PodUid::from("u3")));
     }
 }

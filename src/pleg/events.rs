@@ -52,22 +52,26 @@ pub fn events_for(pod: &PodUid, id: &str, old: PlegState, new: PlegState) -> Vec
 }
 
 /// All events between two relists, grouped per pod in a stable order (by pod
-/// then id), so the same input always yields the same output.
+/// then id), so the same input always yields the same output. Linear in the
+/// relists' size: only the ids whose state changed are sorted.
 pub fn compute_events(old: &Relist, new: &Relist) -> Vec<PodLifecycleEvent> {
-    let mut ids: Vec<(&PodUid, &str)> = old
-        .iter()
-        .chain(new.iter())
-        .map(|(id, o)| (&o.pod, id.as_str()))
-        .collect();
-    ids.sort();
-    ids.dedup();
-    let mut out = Vec::new();
-    for (pod, id) in ids {
+    let mut changed: Vec<(&PodUid, &str, PlegState, PlegState)> = Vec::new();
+    for (id, n) in new {
         let o = old.get(id).map_or(PlegState::NonExistent, |o| o.state);
-        let n = new.get(id).map_or(PlegState::NonExistent, |o| o.state);
-        out.extend(events_for(pod, id, o, n));
+        if o != n.state {
+            changed.push((&n.pod, id, o, n.state));
+        }
     }
-    out
+    for (id, o) in old {
+        if !new.contains_key(id) {
+            changed.push((&o.pod, id, o.state, PlegState::NonExistent));
+        }
+    }
+    changed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    changed
+        .into_iter()
+        .flat_map(|(pod, id, o, n)| events_for(pod, id, o, n))
+        .collect()
 }
 
 #[cfg(test)]

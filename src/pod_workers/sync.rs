@@ -284,6 +284,11 @@ pub async fn sync_pod(
     if result.has_real_errors() {
         out.error = result.error_message();
     }
+    if result.results.is_empty() && result.sync_error.is_none() {
+        // Nothing was asked of the runtime: the status read before the sync
+        // (and published above) stands; the PLEG reports later changes.
+        return out;
+    }
     match refresh(deps, pod).await {
         Ok(fresh) => {
             let api = publish_status(deps, pod, &fresh, &out.waiting, None, false);

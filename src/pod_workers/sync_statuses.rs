@@ -94,40 +94,92 @@ impl PodSyncStatus {
 /// assert!(statuses.is_terminating_by_full_name("ns/web"));
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct PodSyncStatuses(Arc<Mutex<HashMap<PodUid, PodSyncStatus>>>);
+pub struct PodSyncStatuses(Arc<Mutex<Records>>);
+
+/// The records, and the UIDs per full name (the static-pod start gate and
+/// mirror-pod checks ask by full name once per pod: no scans of 10,000).
+#[derive(Debug, Default)]
+struct Records {
+    by_uid: HashMap<PodUid, PodSyncStatus>,
+    by_name: HashMap<String, Vec<PodUid>>,
+}
+
+impl Records {
+    fn index(&mut self, name: &str, uid: &PodUid) {
+        let uids = self.by_name.entry(name.to_string()).or_default();
+        if !uids.contains(uid) {
+            uids.push(uid.clone());
+        }
+    }
+
+    fn unindex(&mut self, name: &str, uid: &PodUid) {
+        if let Some(uids) = self.by_name.get_mut(name) {
+            uids.retain(|u| u != uid);
+            if uids.is_empty() {
+                self.by_name.remove(name);
+            }
+        }
+    }
+
+    /// Runs `f` on an existing record, keeping the name index in step.
+    fn with<R>(&mut self, uid: &PodUid, f: impl FnOnce(&mut PodSyncStatus) -> R) -> Option<R> {
+        let entry = self.by_uid.get_mut(uid)?;
+        let before = entry.full_name.clone();
+        let out = f(entry);
+        if entry.full_name != before {
+            let after = entry.full_name.clone();
+            self.unindex(&before, uid);
+            self.index(&after, uid);
+        }
+        Some(out)
+    }
+
+    /// The records of `full_name`.
+    fn named<'a>(&'a self, full_name: &str) -> impl Iterator<Item = (&'a PodUid, &'a PodSyncStatus)> {
+        self.by_name
+            .get(full_name)
+            .into_iter()
+            .flatten()
+            .filter_map(|u| self.by_uid.get_key_value(u))
+    }
+}
 
 impl PodSyncStatuses {
-    fn lock(&self) -> MutexGuard<'_, HashMap<PodUid, PodSyncStatus>> {
+    fn lock(&self) -> MutexGuard<'_, Records> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on the record of `uid`, creating it if needed.
     pub fn update<R>(&self, uid: &PodUid, full_name: &str, f: impl FnOnce(&mut PodSyncStatus) -> R) -> R {
-        let mut map = self.lock();
-        let entry = map
-            .entry(uid.clone())
-            .or_insert_with(|| PodSyncStatus::new(full_name.to_string()));
-        f(entry)
+        let mut records = self.lock();
+        if !records.by_uid.contains_key(uid) {
+            records
+                .by_uid
+                .insert(uid.clone(), PodSyncStatus::new(full_name.to_string()));
+            records.index(full_name, uid);
+        }
+        records.with(uid, f).expect("the record exists: inserted above")
     }
 
     /// Runs `f` on the record of `uid` if there is one.
     pub fn update_existing<R>(&self, uid: &PodUid, f: impl FnOnce(&mut PodSyncStatus) -> R) -> Option<R> {
-        self.lock().get_mut(uid).map(f)
+        self.lock().with(uid, f)
     }
 
     /// A copy of the record of `uid`.
     pub fn get(&self, uid: &PodUid) -> Option<PodSyncStatus> {
-        self.lock().get(uid).cloned()
+        self.lock().by_uid.get(uid).cloned()
     }
 
     /// The effective state of `uid`'s worker, if it has one.
     pub fn state(&self, uid: &PodUid) -> Option<WorkerState> {
-        self.lock().get(uid).map(PodSyncStatus::effective_state)
+        self.lock().by_uid.get(uid).map(PodSyncStatus::effective_state)
     }
 
     /// Effective states of every known pod.
     pub fn states(&self) -> HashMap<PodUid, WorkerState> {
         self.lock()
+            .by_uid
             .iter()
             .map(|(uid, s)| (uid.clone(), s.effective_state()))
             .collect()
@@ -164,6 +216,7 @@ impl PodSyncStatuses {
     /// Static pods waiting to start: `(uid, full name)`.
     pub fn waiting_to_start(&self) -> Vec<(PodUid, String)> {
         self.lock()
+            .by_uid
             .iter()
             .filter(|(_, s)| s.waiting_to_start)
             .map(|(uid, s)| (uid.clone(), s.full_name.clone()))
@@ -172,25 +225,28 @@ impl PodSyncStatuses {
 
     /// Drops the record of `uid` (its worker was forgotten).
     pub fn remove(&self, uid: &PodUid) -> Option<PodSyncStatus> {
-        self.lock().remove(uid)
+        let mut records = self.lock();
+        let removed = records.by_uid.remove(uid)?;
+        records.unindex(&removed.full_name, uid);
+        Some(removed)
     }
 
     /// Number of records.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().by_uid.len()
     }
 
     /// No records.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().by_uid.is_empty()
     }
 
     /// A pod of this full name is terminating and may still run containers
     /// (upstream `IsPodForMirrorPodTerminatingByFullName`).
     pub fn is_terminating_by_full_name(&self, full_name: &str) -> bool {
         self.lock()
-            .values()
-            .any(|s| s.full_name == full_name && s.is_terminating() && s.could_have_running_containers())
+            .named(full_name)
+            .any(|(_, s)| s.is_terminating() && s.could_have_running_containers())
     }
 
     /// Whether a pod `uid` named `full_name` may start now (upstream
@@ -201,8 +257,8 @@ impl PodSyncStatuses {
     pub fn may_start(&self, uid: &PodUid, full_name: &str) -> bool {
         !self
             .lock()
-            .iter()
-            .any(|(u, s)| u != uid && s.full_name == full_name && s.could_have_running_containers())
+            .named(full_name)
+            .any(|(u, s)| u != uid && s.could_have_running_containers())
     }
 }
 
@@ -238,5 +294,25 @@ mod tests {
         s.set_state(&old, WorkerState::Terminated);
         assert!(s.may_start(&new, "kube-system/etcd-n"));
         assert!(!s.is_terminating_by_full_name("kube-system/etcd-n"));
+    }
+
+    #[test]
+    fn the_full_name_index_follows_inserts_renames_and_removals() {
+        let s = PodSyncStatuses::default();
+        let (a, b) = (PodUid::from("a"), PodUid::from("b"));
+        s.update(&a, "ns/web", |_| ());
+        s.update(&b, "ns/web", |_| ());
+        assert!(!s.may_start(&b, "ns/web"), "a may still run containers");
+        s.update_existing(&a, |r| r.full_name = "ns/other".into());
+        assert!(s.may_start(&b, "ns/web"), "a no longer holds the name");
+        assert!(!s.may_start(&b, "ns/other"));
+        s.request_kill(&a, "ns/other");
+        assert!(s.is_terminating_by_full_name("ns/other"));
+        assert!(!s.is_terminating_by_full_name("ns/web"));
+        s.remove(&a);
+        assert!(s.may_start(&b, "ns/other"));
+        assert!(!s.is_terminating_by_full_name("ns/other"));
+        s.remove(&b);
+        assert!(s.lock().by_name.is_empty(), "no name outlives its records");
     }
 }

@@ -34,6 +34,7 @@ use crate::actors::supervisor::{ChildRef, SupervisedRecipient};
 use crate::admission::{NodeAllocatable, Rejection, Usage, admit_supplemental_groups_policy, admit_with};
 use crate::cluster::mirror_index::full_name;
 use crate::events::EventRecorder;
+use crate::kuberuntime::pod_status::RuntimePodStatus;
 use crate::messages::PodUid;
 use crate::messages::event::EventType;
 use crate::messages::pleg::PlegEvents;
@@ -334,10 +335,15 @@ impl SyncLoop {
 
     fn cleanup(&mut self, states: HashMap<PodUid, WorkerState>) {
         let desired: HashSet<PodUid> = self.pods.uids().into_iter().collect();
-        let runtime: Vec<_> = self.cache.statuses().iter().map(|s| (**s).clone()).collect();
+        let runtime = self.cache.statuses();
         let plan = cleanup(&desired, &runtime, &states);
+        let by_uid: HashMap<&PodUid, &RuntimePodStatus> = if plan.kill.is_empty() {
+            HashMap::new()
+        } else {
+            runtime.iter().map(|s| (&s.uid, &**s)).collect()
+        };
         for uid in plan.kill {
-            let Some(status) = runtime.iter().find(|s| s.uid == uid) else {
+            let Some(status) = by_uid.get(&uid) else {
                 continue;
             };
             tracing::info!(pod_uid = %uid, pod = %status.name, "killing unwanted pod found in the runtime");

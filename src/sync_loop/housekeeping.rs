@@ -1,6 +1,7 @@
 //! Pure: housekeeping decisions (upstream `HandlePodCleanups`): which running
 //! pods nobody wants must be killed, and which workers can be forgotten.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 
 use crate::kuberuntime::pod_status::RuntimePodStatus;
@@ -18,14 +19,16 @@ pub struct Cleanup {
 
 /// Decides the cleanup from the desired UIDs, the runtime's pods, and the
 /// workers' states. A pod already being terminated by its worker is not
-/// killed again.
-pub fn cleanup(
+/// killed again. `runtime` may hold the statuses or shared pointers to them
+/// (the PLEG cache's `Arc`s: no copy of every pod's status per round).
+pub fn cleanup<S: Borrow<RuntimePodStatus>>(
     desired: &HashSet<PodUid>,
-    runtime: &[RuntimePodStatus],
+    runtime: &[S],
     workers: &HashMap<PodUid, WorkerState>,
 ) -> Cleanup {
     let mut kill: Vec<PodUid> = runtime
         .iter()
+        .map(Borrow::borrow)
         .filter(|s| !desired.contains(&s.uid) && s.could_have_running_containers())
         .filter(|s| !matches!(workers.get(&s.uid), Some(WorkerState::Terminating)))
         .map(|s| s.uid.clone())

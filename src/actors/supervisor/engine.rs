@@ -6,7 +6,7 @@
 //!
 //! [`Supervisor`]: super::Supervisor
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -88,7 +88,11 @@ pub(crate) struct Engine {
     path: String,
     tree: SupervisionTree,
     config: Arc<EngineConfig>,
+    /// In start order; ids grow with each `add` and removal keeps the order,
+    /// so the vector is sorted by id ([`Engine::index_of`] binary-searches it).
     children: Vec<Child>,
+    /// Child name → id (a supervisor may hold 10,000 pod workers: no scans).
+    names: HashMap<String, u64>,
     next_id: u64,
     window: RestartWindow,
     exits_tx: mpsc::UnboundedSender<Exit>,
@@ -117,6 +121,7 @@ impl Engine {
             tree,
             config,
             children: Vec::new(),
+            names: HashMap::new(),
             next_id: 0,
             window: RestartWindow::default(),
             exits_tx,
@@ -185,6 +190,7 @@ impl Engine {
         self.tree.watch_mailbox(&path, spec.mailbox_gauge());
         let critical = spec.criticality() == Criticality::Critical;
         self.tree.update(&path, |info| info.critical = critical);
+        self.names.entry(spec.name().to_owned()).or_insert(id);
         self.children.push(Child {
             id,
             spec,
@@ -199,6 +205,19 @@ impl Engine {
             pending_restart: false,
         });
         self.children.len() - 1
+    }
+
+    /// The position of child `id` in `children`.
+    fn index_of(&self, id: u64) -> Option<usize> {
+        self.children.binary_search_by_key(&id, |c| c.id).ok()
+    }
+
+    /// The position of the child named `name`.
+    fn index_by_name(&self, name: &str) -> Result<usize, SupervisorError> {
+        self.names
+            .get(name)
+            .and_then(|id| self.index_of(*id))
+            .ok_or_else(|| SupervisorError::NotFound(name.to_owned()))
     }
 
     /// Builds and spawns a fresh instance of child `idx`.
@@ -245,7 +264,7 @@ impl Engine {
     }
 
     async fn on_exit(&mut self, exit: Exit) -> Result<(), String> {
-        let Some(idx) = self.children.iter().position(|c| c.id == exit.id) else {
+        let Some(idx) = self.index_of(exit.id) else {
             return Ok(());
         };
         let child = &mut self.children[idx];
@@ -354,16 +373,16 @@ impl Engine {
                 Pending::Restart { ids, counts } => {
                     let idxs: Vec<usize> = ids
                         .iter()
-                        .filter_map(|id| self.children.iter().position(|c| c.id == *id))
+                        .filter_map(|id| self.index_of(*id))
                         .filter(|&j| self.children[j].pending_restart)
                         .collect();
                     self.restart_now(&idxs, counts);
                 }
                 Pending::Healthy { id, generation } => {
                     if let Some(child) = self
-                        .children
-                        .iter_mut()
-                        .find(|c| c.id == id && c.generation == generation && c.control.is_some())
+                        .index_of(id)
+                        .map(|j| &mut self.children[j])
+                        .filter(|c| c.generation == generation && c.control.is_some())
                     {
                         child.consecutive = 0;
                         self.tree.update(&child.path, |info| info.exhausted = false);
@@ -518,13 +537,14 @@ impl Engine {
         self.children[idx].spec.close();
         if self.children[idx].dynamic {
             let child = self.children.remove(idx);
+            self.names.remove(child.spec.name());
             self.tree.remove_subtree(&child.path);
         }
     }
 
     fn start_dynamic(&mut self, spec: Arc<dyn ErasedSpec>) -> Result<String, SupervisorError> {
         let name = spec.name().to_owned();
-        if self.children.iter().any(|c| c.spec.name() == name) {
+        if self.names.contains_key(&name) {
             return Err(SupervisorError::AlreadyExists(name));
         }
         let idx = self.add(spec, true);
@@ -539,11 +559,8 @@ impl Engine {
 
     /// Drops the running instance of `name`; its exit is handled as any failure.
     fn kill_by_name(&mut self, name: &str) -> Result<(), SupervisorError> {
-        let child = self
-            .children
-            .iter_mut()
-            .find(|c| c.spec.name() == name)
-            .ok_or_else(|| SupervisorError::NotFound(name.to_owned()))?;
+        let idx = self.index_by_name(name)?;
+        let child = &mut self.children[idx];
         let control = child
             .control
             .as_mut()
@@ -554,11 +571,7 @@ impl Engine {
     }
 
     async fn stop_by_name(&mut self, name: &str) -> Result<ExitReason, SupervisorError> {
-        let idx = self
-            .children
-            .iter()
-            .position(|c| c.spec.name() == name)
-            .ok_or_else(|| SupervisorError::NotFound(name.to_owned()))?;
+        let idx = self.index_by_name(name)?;
         let timeout = self.children[idx].spec.shutdown_timeout();
         if std::mem::take(&mut self.children[idx].pending_restart) {
             // Waiting out a restart backoff: stopping it means not restarting it.

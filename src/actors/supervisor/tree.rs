@@ -1,6 +1,7 @@
 //! The live supervision tree: one [`ChildInfo`] per supervised actor, shared
 //! by every supervisor of a tree and readable from anywhere.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -194,6 +195,9 @@ impl ChildInfo {
 #[derive(Clone)]
 pub struct SupervisionTree {
     entries: Arc<DashMap<String, ChildInfo>>,
+    /// Parent path → its children's paths: subtree operations visit the
+    /// subtree only (a supervisor may hold 10,000 pod workers).
+    kids: Arc<DashMap<String, HashSet<String>>>,
     mailboxes: Arc<DashMap<String, Arc<dyn MailboxGauge>>>,
     changes: Arc<tokio::sync::broadcast::Sender<ChildInfo>>,
 }
@@ -202,6 +206,7 @@ impl Default for SupervisionTree {
     fn default() -> Self {
         Self {
             entries: Arc::default(),
+            kids: Arc::default(),
             mailboxes: Arc::default(),
             changes: Arc::new(tokio::sync::broadcast::channel(256).0),
         }
@@ -212,6 +217,12 @@ impl fmt::Debug for SupervisionTree {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.snapshot()).finish()
     }
+}
+
+/// The path of the supervisor above `info` (`None` for a root): its path
+/// without `/<name>` (a name may itself hold a `/`).
+fn parent_of(info: &ChildInfo) -> Option<&str> {
+    info.path.strip_suffix(info.name.as_str())?.strip_suffix('/')
 }
 
 /// Whether `path` is `root` or below it.
@@ -373,7 +384,42 @@ impl SupervisionTree {
 
     pub(crate) fn insert(&self, info: ChildInfo) {
         let _ = self.changes.send(info.clone());
+        if let Some(parent) = parent_of(&info) {
+            self.kids
+                .entry(parent.to_owned())
+                .or_default()
+                .insert(info.path.clone());
+        }
         self.entries.insert(info.path.clone(), info);
+    }
+
+    /// Every path strictly below `path`, parents before their children.
+    fn descendants(&self, path: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut parent = path.to_owned();
+        loop {
+            // Copied out so no shard lock is held while the next one is taken.
+            let children: Vec<String> = self
+                .kids
+                .get(&parent)
+                .map(|set| set.iter().cloned().collect())
+                .unwrap_or_default();
+            out.extend(children);
+            let Some(p) = out.get(next) else { break };
+            parent = p.clone();
+            next += 1;
+        }
+        out
+    }
+
+    /// Forgets the entries of `paths` (their mailboxes and child lists too).
+    fn forget(&self, paths: &[String]) {
+        for p in paths {
+            self.entries.remove(p);
+            self.mailboxes.remove(p);
+            self.kids.remove(p);
+        }
     }
 
     /// Reads `path`'s mailbox depth from `gauge` from now on.
@@ -390,26 +436,86 @@ impl SupervisionTree {
 
     /// Removes `path` and everything below it.
     pub(crate) fn remove_subtree(&self, path: &str) {
-        self.entries.retain(|key, _| !within(key, path));
-        self.mailboxes.retain(|key, _| !within(key, path));
+        let parent = self
+            .entries
+            .get(path)
+            .and_then(|e| parent_of(e.value()).map(str::to_owned));
+        let mut paths = self.descendants(path);
+        paths.push(path.to_owned());
+        self.forget(&paths);
+        if let Some(parent) = parent
+            && let Some(mut siblings) = self.kids.get_mut(&parent)
+        {
+            siblings.remove(path);
+        }
     }
 
     /// Removes everything strictly below `path`.
     pub(crate) fn remove_descendants(&self, path: &str) {
-        self.entries.retain(|key, _| key == path || !within(key, path));
-        self.mailboxes.retain(|key, _| key == path || !within(key, path));
+        self.forget(&self.descendants(path));
+        self.kids.remove(path);
     }
 
     /// Marks everything strictly below `path` that still looks alive as stopped.
     pub(crate) fn mark_descendants_stopped(&self, path: &str) {
-        for mut entry in self.entries.iter_mut() {
-            let info = entry.value_mut();
-            if info.path != path
-                && within(&info.path, path)
-                && !matches!(info.state, ChildState::Stopped | ChildState::Failed)
-            {
-                info.state = ChildState::Stopped;
+        for p in self.descendants(path) {
+            if let Some(mut entry) = self.entries.get_mut(&p) {
+                let info = entry.value_mut();
+                if !matches!(info.state, ChildState::Stopped | ChildState::Failed) {
+                    info.state = ChildState::Stopped;
+                }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(tree: &SupervisionTree, parent: Option<&str>, name: &str) -> String {
+        let path = parent.map_or_else(|| name.to_owned(), |p| format!("{p}/{name}"));
+        let mut info = ChildInfo::new(path.clone(), name.to_owned(), "actor", RestartPolicy::Permanent);
+        info.state = ChildState::Running;
+        tree.insert(info);
+        path
+    }
+
+    fn paths(tree: &SupervisionTree) -> Vec<String> {
+        tree.snapshot().into_iter().map(|c| c.path).collect()
+    }
+
+    #[test]
+    fn subtree_operations_follow_the_parent_links_only() {
+        let tree = SupervisionTree::new();
+        let root = add(&tree, None, "root");
+        let workers = add(&tree, Some(&root), "workers");
+        let odd = add(&tree, Some(&workers), "pod-a/b"); // a name may hold a '/'
+        let probe = add(&tree, Some(&odd), "probe");
+        let other = add(&tree, Some(&root), "workers-2"); // shares a prefix, not a parent
+        let sibling = add(&tree, Some(&workers), "pod-c");
+
+        tree.mark_descendants_stopped(&workers);
+        let state = |p: &str| tree.get(p).map(|c| c.state);
+        assert_eq!(state(&odd), Some(ChildState::Stopped));
+        assert_eq!(state(&probe), Some(ChildState::Stopped));
+        assert_eq!(state(&sibling), Some(ChildState::Stopped));
+        assert_eq!(state(&workers), Some(ChildState::Running));
+        assert_eq!(state(&other), Some(ChildState::Running));
+
+        tree.remove_subtree(&odd);
+        assert_eq!(
+            paths(&tree),
+            [root.clone(), workers.clone(), other.clone(), sibling.clone()]
+        );
+        assert!(
+            tree.descendants(&workers) == [sibling.clone()],
+            "the parent's list is updated"
+        );
+
+        tree.remove_descendants(&root);
+        assert_eq!(paths(&tree), vec![root.clone()]);
+        assert!(tree.descendants(&root).is_empty());
+        assert_eq!(tree.kids.len(), 0, "no child list outlives its entries");
     }
 }

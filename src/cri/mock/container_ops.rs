@@ -153,7 +153,7 @@ impl MockRuntime {
                 config,
             };
             st.names.insert(name_key, id.clone());
-            st.containers.insert(id.clone(), record);
+            st.insert_container(record);
             (id, latency)
         };
         self.shared.emit(MockEvent::ContainerCreated { id: id.clone() });
@@ -290,7 +290,7 @@ impl MockRuntime {
         self.stop_process(&id, Duration::ZERO).await;
         let removed = {
             let mut st = self.shared.lock();
-            let removed = st.containers.remove(&id);
+            let removed = st.remove_container(&id);
             if let Some(c) = &removed {
                 st.names.remove(&c.name_key);
             }
@@ -325,8 +325,9 @@ impl MockRuntime {
     pub(super) fn do_list_containers(&self, req: &v1::ListContainersRequest) -> v1::ListContainersResponse {
         let filter = req.filter.clone().unwrap_or_default();
         let st = self.shared.lock();
-        let mut items: Vec<_> = st.containers.values().filter(|c| c.matches(&filter)).collect();
-        items.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let items = st.containers_matching(&filter.id, &filter.pod_sandbox_id, &filter.label_selector, |c| {
+            c.matches(&filter)
+        });
         v1::ListContainersResponse {
             containers: items.into_iter().map(ContainerRecord::to_list_item).collect(),
         }
@@ -431,8 +432,9 @@ impl MockRuntime {
     ) -> v1::ListContainerStatsResponse {
         let filter = req.filter.clone().unwrap_or_default();
         let st = self.shared.lock();
-        let mut items: Vec<_> = st.containers.values().filter(|c| c.matches_stats(&filter)).collect();
-        items.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let items = st.containers_matching(&filter.id, &filter.pod_sandbox_id, &filter.label_selector, |c| {
+            c.matches_stats(&filter)
+        });
         v1::ListContainerStatsResponse {
             stats: items.into_iter().map(|c| self.stats_of(c)).collect(),
         }

@@ -131,6 +131,7 @@ mod control;
 mod exec;
 mod faults;
 mod images;
+mod index;
 mod logs;
 mod observe;
 mod process;

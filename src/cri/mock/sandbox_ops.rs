@@ -94,7 +94,7 @@ impl MockRuntime {
             name_key: name_key.clone(),
         };
         st.names.insert(name_key, id.clone());
-        st.sandboxes.insert(id.clone(), record);
+        st.insert_sandbox(record);
         drop(st);
         self.shared.emit(MockEvent::SandboxReady { id: id.clone() });
         Ok(v1::RunPodSandboxResponse { pod_sandbox_id: id })
@@ -122,17 +122,7 @@ impl MockRuntime {
     /// Kills every running container of the sandbox (no grace, as containerd
     /// does), then marks it NOTREADY and tears its network down.
     async fn stop_sandbox(&self, id: &str) {
-        let running: Vec<String> = {
-            let st = self.shared.lock();
-            let mut ids: Vec<_> = st
-                .containers
-                .values()
-                .filter(|c| c.sandbox_id == id)
-                .map(|c| c.id.clone())
-                .collect();
-            ids.sort();
-            ids
-        };
+        let running: Vec<String> = self.shared.lock().container_ids_of_sandbox(id);
         futures::future::join_all(running.iter().map(|c| self.stop_process(c, Duration::ZERO))).await;
         let mut st = self.shared.lock();
         let Some(sb) = st.sandboxes.get_mut(id) else { return };
@@ -155,18 +145,13 @@ impl MockRuntime {
         };
         self.stop_sandbox(&id).await;
         let mut st = self.shared.lock();
-        let gone: Vec<String> = st
-            .containers
-            .values()
-            .filter(|c| c.sandbox_id == id)
-            .map(|c| c.id.clone())
-            .collect();
+        let gone: Vec<String> = st.container_ids_of_sandbox(&id);
         for cid in &gone {
-            if let Some(c) = st.containers.remove(cid) {
+            if let Some(c) = st.remove_container(cid) {
                 st.names.remove(&c.name_key);
             }
         }
-        if let Some(sb) = st.sandboxes.remove(&id) {
+        if let Some(sb) = st.remove_sandbox(&id) {
             st.names.remove(&sb.name_key);
             st.ips.release(&sb.ip);
         }
@@ -202,10 +187,12 @@ impl MockRuntime {
     pub(super) fn do_list_pod_sandbox(&self, req: &v1::ListPodSandboxRequest) -> v1::ListPodSandboxResponse {
         let filter = req.filter.clone().unwrap_or_default();
         let st = self.shared.lock();
-        let mut items: Vec<_> = st.sandboxes.values().filter(|s| s.matches(&filter)).collect();
-        items.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         v1::ListPodSandboxResponse {
-            items: items.into_iter().map(SandboxRecord::to_list_item).collect(),
+            items: st
+                .sandboxes_matching(&filter)
+                .into_iter()
+                .map(SandboxRecord::to_list_item)
+                .collect(),
         }
     }
 }

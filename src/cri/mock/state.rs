@@ -15,10 +15,12 @@ use tokio::sync::{broadcast, mpsc, watch};
 use super::clock::Clock;
 use super::faults::Faults;
 use super::images::{FakeRegistry, ImageStore};
+use super::index::Postings;
 use super::observe::{CallLog, MockEvent};
 use super::process::Signal;
 use super::script::{Behaviour, ContainerInfo, Match, Script};
 use crate::cri::v1::{self, ContainerState, PodSandboxState};
+use crate::kuberuntime::labels::POD_UID_LABEL;
 
 /// A random 64-character lowercase hex id, like containerd's.
 pub(crate) fn random_id() -> String {
@@ -87,10 +89,20 @@ pub(crate) fn exit_reason(code: i32) -> &'static str {
 }
 
 /// All records, plus the configuration tests change at run time.
+///
+/// Records are added and removed only through [`State::insert_sandbox`],
+/// [`State::remove_sandbox`], [`State::insert_container`] and
+/// [`State::remove_container`], which keep the indexes in step.
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) sandboxes: HashMap<String, SandboxRecord>,
     pub(crate) containers: HashMap<String, ContainerRecord>,
+    /// Pod UID label → sandbox ids.
+    sandboxes_by_uid: Postings,
+    /// Pod UID label → container ids.
+    containers_by_uid: Postings,
+    /// Sandbox id → container ids.
+    containers_by_sandbox: Postings,
     /// Reserved sandbox and container names → the id holding them.
     pub(crate) names: HashMap<String, String>,
     pub(crate) ips: IpPool,
@@ -109,12 +121,117 @@ pub(crate) struct State {
 impl State {
     /// The full id of the sandbox `id` names (exact, or a unique prefix).
     pub(crate) fn resolve_sandbox(&self, id: &str) -> Option<String> {
+        if self.sandboxes.contains_key(id) {
+            return Some(id.to_string());
+        }
         resolve(self.sandboxes.keys(), id)
     }
 
     /// The full id of the container `id` names (exact, or a unique prefix).
     pub(crate) fn resolve_container(&self, id: &str) -> Option<String> {
+        if self.containers.contains_key(id) {
+            return Some(id.to_string());
+        }
         resolve(self.containers.keys(), id)
+    }
+
+    /// Adds a sandbox and indexes it.
+    pub(crate) fn insert_sandbox(&mut self, record: SandboxRecord) {
+        if let Some(uid) = record.config.labels.get(POD_UID_LABEL) {
+            self.sandboxes_by_uid.add(uid, &record.id);
+        }
+        self.sandboxes.insert(record.id.clone(), record);
+    }
+
+    /// Removes a sandbox (not its containers) and its index entries.
+    pub(crate) fn remove_sandbox(&mut self, id: &str) -> Option<SandboxRecord> {
+        let record = self.sandboxes.remove(id)?;
+        if let Some(uid) = record.config.labels.get(POD_UID_LABEL) {
+            self.sandboxes_by_uid.remove(uid, id);
+        }
+        Some(record)
+    }
+
+    /// Adds a container and indexes it.
+    pub(crate) fn insert_container(&mut self, record: ContainerRecord) {
+        if let Some(uid) = record.config.labels.get(POD_UID_LABEL) {
+            self.containers_by_uid.add(uid, &record.id);
+        }
+        self.containers_by_sandbox.add(&record.sandbox_id, &record.id);
+        self.containers.insert(record.id.clone(), record);
+    }
+
+    /// Removes a container and its index entries.
+    pub(crate) fn remove_container(&mut self, id: &str) -> Option<ContainerRecord> {
+        let record = self.containers.remove(id)?;
+        if let Some(uid) = record.config.labels.get(POD_UID_LABEL) {
+            self.containers_by_uid.remove(uid, id);
+        }
+        self.containers_by_sandbox.remove(&record.sandbox_id, id);
+        Some(record)
+    }
+
+    /// Keys across the indexes (0 once every record is gone).
+    #[cfg(test)]
+    pub(crate) fn index_keys(&self) -> usize {
+        self.sandboxes_by_uid.keys() + self.containers_by_uid.keys() + self.containers_by_sandbox.keys()
+    }
+
+    /// The ids of the containers of sandbox `id` (full id).
+    pub(crate) fn container_ids_of_sandbox(&self, id: &str) -> Vec<String> {
+        let mut ids = self.containers_by_sandbox.get(id).to_vec();
+        ids.sort();
+        ids
+    }
+
+    /// The sandboxes `filter` selects, oldest first: looked up by id or pod
+    /// UID label when the filter names one, else by a scan.
+    pub(crate) fn sandboxes_matching(&self, filter: &v1::PodSandboxFilter) -> Vec<&SandboxRecord> {
+        let candidates: Option<&[String]> = if !filter.id.is_empty() {
+            self.sandboxes
+                .get_key_value(&filter.id)
+                .map(|(k, _)| std::slice::from_ref(k))
+        } else {
+            filter
+                .label_selector
+                .get(POD_UID_LABEL)
+                .map(|uid| self.sandboxes_by_uid.get(uid))
+        };
+        let mut items: Vec<&SandboxRecord> = match candidates {
+            Some(ids) => ids.iter().filter_map(|id| self.sandboxes.get(id)).collect(),
+            None => self.sandboxes.values().collect(),
+        };
+        items.retain(|s| s.matches(filter));
+        items.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        items
+    }
+
+    /// The containers the filter fields select, oldest first: looked up by
+    /// id, sandbox id or pod UID label when the filter names one (in that
+    /// order), else by a scan; `keep` applies the whole filter.
+    pub(crate) fn containers_matching(
+        &self,
+        id: &str,
+        sandbox_id: &str,
+        selector: &HashMap<String, String>,
+        keep: impl Fn(&ContainerRecord) -> bool,
+    ) -> Vec<&ContainerRecord> {
+        // `None`: a prefix id or no indexed field; scan everything.
+        let candidates: Option<&[String]> = if !id.is_empty() {
+            self.containers.get_key_value(id).map(|(k, _)| std::slice::from_ref(k))
+        } else if !sandbox_id.is_empty() {
+            let ids = self.containers_by_sandbox.get(sandbox_id);
+            (!ids.is_empty() || self.sandboxes.contains_key(sandbox_id)).then_some(ids)
+        } else {
+            selector.get(POD_UID_LABEL).map(|uid| self.containers_by_uid.get(uid))
+        };
+        let mut items: Vec<&ContainerRecord> = match candidates {
+            Some(ids) => ids.iter().filter_map(|id| self.containers.get(id)).collect(),
+            None => self.containers.values().collect(),
+        };
+        items.retain(|c| keep(c));
+        items.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        items
     }
 
     /// The script for `info`: the newest matching rule, else busybox.

@@ -12,6 +12,7 @@ use tonic::Code;
 use super::*;
 use crate::cri::Runtime;
 use crate::cri::v1::{self, NamespaceMode};
+use crate::kuberuntime::labels::POD_UID_LABEL;
 
 thread_local! {
     /// Each test (one thread each) writes its logs into its own temp dir,
@@ -283,4 +284,138 @@ async fn container_status_reports_normalized_image_and_labels() {
         "busybox",
         "ListContainers keeps the name as given"
     );
+}
+
+/// A pod whose sandbox and containers carry the pod UID label, as the
+/// kubelet's do; returns the sandbox id and its config.
+async fn run_labelled_pod(rt: &MockRuntime, name: &str) -> (String, v1::PodSandboxConfig) {
+    let mut config = pod_config(name, false);
+    let uid = format!("uid-{name}");
+    config.labels.insert(POD_UID_LABEL.into(), uid);
+    let req = v1::RunPodSandboxRequest {
+        config: Some(config.clone()),
+        runtime_handler: String::new(),
+    };
+    (rt.run_pod_sandbox(req).await.unwrap().pod_sandbox_id, config)
+}
+
+async fn labelled_container(rt: &MockRuntime, pod: &(String, v1::PodSandboxConfig), name: &str) -> String {
+    let mut req = create_req(pod, name, 0, &["sleep", "3600"]);
+    if let Some(c) = req.config.as_mut() {
+        c.labels = pod.1.labels.clone();
+        c.labels.insert("io.kubernetes.container.name".into(), name.into());
+    }
+    rt.create_container(req).await.unwrap().container_id
+}
+
+async fn list_containers(rt: &MockRuntime, filter: v1::ContainerFilter) -> Vec<String> {
+    let req = v1::ListContainersRequest { filter: Some(filter) };
+    rt.list_containers(req)
+        .await
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| c.id)
+        .collect()
+}
+
+async fn list_sandboxes(rt: &MockRuntime, filter: v1::PodSandboxFilter) -> Vec<String> {
+    let req = v1::ListPodSandboxRequest { filter: Some(filter) };
+    rt.list_pod_sandbox(req)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|s| s.id)
+        .collect()
+}
+
+fn uid_selector(uid: &str) -> HashMap<String, String> {
+    HashMap::from([(POD_UID_LABEL.to_string(), uid.to_string())])
+}
+
+#[tokio::test(start_paused = true)]
+async fn filtered_lists_answer_from_the_indexes_as_a_scan_would() {
+    let rt = MockRuntime::new();
+    let a = run_labelled_pod(&rt, "a").await;
+    let b = run_labelled_pod(&rt, "b").await;
+    let a1 = labelled_container(&rt, &a, "one").await;
+    tokio::time::advance(Duration::from_millis(1)).await;
+    let a2 = labelled_container(&rt, &a, "two").await;
+    let b1 = labelled_container(&rt, &b, "one").await;
+
+    // By pod UID label (indexed), oldest first; combined with another label.
+    let by_uid = |uid: &str| v1::ContainerFilter {
+        label_selector: uid_selector(uid),
+        ..Default::default()
+    };
+    assert_eq!(list_containers(&rt, by_uid("uid-a")).await, [a1.clone(), a2.clone()]);
+    assert_eq!(list_containers(&rt, by_uid("uid-b")).await, vec![b1.clone()]);
+    assert!(list_containers(&rt, by_uid("uid-none")).await.is_empty());
+    let mut two = by_uid("uid-a");
+    two.label_selector
+        .insert("io.kubernetes.container.name".into(), "two".into());
+    assert_eq!(list_containers(&rt, two).await, vec![a2.clone()]);
+    // A state filter still applies to indexed candidates.
+    let mut running = by_uid("uid-a");
+    running.state = Some(v1::ContainerStateValue {
+        state: v1::ContainerState::ContainerRunning as i32,
+    });
+    assert!(list_containers(&rt, running).await.is_empty());
+    // Not indexed: a scan.
+    let by_name = v1::ContainerFilter {
+        label_selector: HashMap::from([("io.kubernetes.container.name".to_string(), "one".to_string())]),
+        ..Default::default()
+    };
+    let mut ones = list_containers(&rt, by_name).await;
+    let mut want = vec![a1.clone(), b1.clone()];
+    ones.sort();
+    want.sort();
+    assert_eq!(ones, want);
+
+    // By sandbox id: exact (indexed) and by prefix (scan); by container id and prefix.
+    let by_sandbox = |id: &str| v1::ContainerFilter {
+        pod_sandbox_id: id.to_string(),
+        ..Default::default()
+    };
+    assert_eq!(list_containers(&rt, by_sandbox(&a.0)).await, [a1.clone(), a2.clone()]);
+    assert_eq!(list_containers(&rt, by_sandbox(&b.0[..12])).await, vec![b1.clone()]);
+    let by_id = |id: &str| v1::ContainerFilter {
+        id: id.to_string(),
+        ..Default::default()
+    };
+    assert_eq!(list_containers(&rt, by_id(&a2)).await, vec![a2.clone()]);
+    assert_eq!(list_containers(&rt, by_id(&b1[..12])).await, vec![b1.clone()]);
+    let sandboxes = |uid: &str| v1::PodSandboxFilter {
+        label_selector: uid_selector(uid),
+        ..Default::default()
+    };
+    assert_eq!(list_sandboxes(&rt, sandboxes("uid-b")).await, vec![b.0.clone()]);
+    let sandbox_by_id = v1::PodSandboxFilter {
+        id: a.0[..10].to_string(),
+        ..Default::default()
+    };
+    assert_eq!(list_sandboxes(&rt, sandbox_by_id).await, vec![a.0.clone()]);
+
+    // Removal takes the entries out of every index.
+    rt.remove_container(v1::RemoveContainerRequest {
+        container_id: a1.clone(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(list_containers(&rt, by_uid("uid-a")).await, vec![a2.clone()]);
+    assert_eq!(list_containers(&rt, by_sandbox(&a.0)).await, vec![a2.clone()]);
+    rt.remove_pod_sandbox(v1::RemovePodSandboxRequest {
+        pod_sandbox_id: a.0.clone(),
+    })
+    .await
+    .unwrap();
+    assert!(list_containers(&rt, by_uid("uid-a")).await.is_empty());
+    assert!(list_containers(&rt, by_sandbox(&a.0)).await.is_empty());
+    assert!(list_sandboxes(&rt, sandboxes("uid-a")).await.is_empty());
+    assert_eq!(list_containers(&rt, by_uid("uid-b")).await, [b1]);
+    rt.remove_pod_sandbox(v1::RemovePodSandboxRequest { pod_sandbox_id: b.0 })
+        .await
+        .unwrap();
+    assert_eq!(rt.shared.lock().index_keys(), 0, "no index entry outlives its record");
 }
