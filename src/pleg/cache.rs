@@ -224,6 +224,52 @@ impl PodCache {
         self.pods.is_empty()
     }
 
+    /// The entry for `uid` once the PLEG has relisted at least once
+    /// (upstream `GetNewerThan` with a zero time): a pod the cache has no
+    /// entry for has nothing in the runtime as of that relist, so a brand-new
+    /// pod's first sync needs no runtime read of its own. Waits only until
+    /// the first relist finishes.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use actlet::pleg::PodCache;
+    /// use tokio::time::Instant;
+    ///
+    /// actlet::testing::run_paused(async {
+    ///     let cache = PodCache::new();
+    ///     let relist = cache.clone();
+    ///     actix::spawn(async move {
+    ///         tokio::time::sleep(Duration::from_secs(1)).await;
+    ///         relist.update_time(Instant::now());
+    ///     });
+    ///     let entry = cache.get_relisted(&"new".into()).await; // waits for the relist
+    ///     assert!(entry.status.is_none() && entry.error.is_none());
+    /// });
+    /// ```
+    pub async fn get_relisted(&self, uid: &PodUid) -> CacheEntry {
+        let mut rx = self.global.subscribe();
+        loop {
+            let global = *rx.borrow_and_update();
+            if let Some(entry) = self.get(uid) {
+                return entry;
+            }
+            if let Some(g) = global {
+                return CacheEntry {
+                    status: None,
+                    error: None,
+                    modified: g,
+                };
+            }
+            if rx.changed().await.is_err() {
+                return CacheEntry {
+                    status: None,
+                    error: Some("the pod cache's writer is gone".to_string()),
+                    modified: Instant::now(),
+                };
+            }
+        }
+    }
+
     /// Waits until the cache holds a status of `uid` newer than `min`: either
     /// the pod's own entry was read after `min`, or a whole relist finished
     /// after `min` (then a missing entry means "nothing in the runtime").

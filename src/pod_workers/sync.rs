@@ -47,26 +47,27 @@ pub struct StepOutcome {
     pub retry_at: Option<Instant>,
 }
 
-/// The runtime status of `pod`: from the cache when an entry newer than
-/// `newer_than` exists, otherwise read from the runtime and cached.
+/// The runtime status of `pod` from the pod cache (upstream: the pod
+/// worker's `GetNewerThan`): an entry newer than `newer_than` (the previous
+/// step), or for a worker's first step any entry once the PLEG has relisted
+/// (no entry then means nothing in the runtime: a new pod costs no read).
+/// An entry holding a read error is replaced by a fresh runtime read.
 pub async fn runtime_status(
     deps: &WorkerDeps,
     pod: &Pod,
     newer_than: Option<Instant>,
 ) -> Result<Arc<RuntimePodStatus>, String> {
     let uid = pod_uid(pod);
-    let cached = match newer_than {
-        Some(min) => Some(deps.cache.get_newer_than(&uid, min).await),
-        None => deps.cache.get(&uid),
+    let entry = match newer_than {
+        Some(min) => deps.cache.get_newer_than(&uid, min).await,
+        None => deps.cache.get_relisted(&uid).await,
     };
-    if let Some(entry) = cached {
-        if let Some(status) = entry.status {
-            return Ok(status);
-        }
-        if entry.error.is_none() && newer_than.is_some() {
-            let (name, ns) = name_ns(pod);
-            return Ok(Arc::new(RuntimePodStatus::empty(uid, name, ns)));
-        }
+    if let Some(status) = entry.status {
+        return Ok(status);
+    }
+    if entry.error.is_none() {
+        let (name, ns) = name_ns(pod);
+        return Ok(Arc::new(RuntimePodStatus::empty(uid, name, ns)));
     }
     refresh(deps, pod).await
 }

@@ -42,6 +42,10 @@ async fn an_unreadable_runtime_status_records_failed_sync() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     mock.set_down(true);
+    // As the PLEG records a pod whose status it could not read.
+    let uid = crate::messages::PodUid::from("u-web");
+    deps.cache
+        .set(uid, None, Some("rpc error: runtime down".into()), tokio::time::Instant::now());
     let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new(), Default::default()).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -81,6 +85,7 @@ async fn a_pod_cgroup_error_fails_the_sync_with_an_event_naming_the_path() {
         "metadata: {name: web, namespace: default, uid: u9}\nspec: {containers: [{name: app, image: busybox}]}",
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    deps.cache.update_time(tokio::time::Instant::now()); // a relist found nothing of the pod
     let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new(), Default::default()).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     assert!(error.contains("kubepods/besteffort/podu9"), "{error}");
