@@ -368,6 +368,27 @@ pub fn log_filter(verbosity: u8) -> String {
     format!("warn,actlet={level}")
 }
 
+impl KubeletFlags {
+    /// Makes `--root-dir` and `--cert-dir` absolute (against the working
+    /// directory): paths under the root dir are handed to the runtime as
+    /// mount sources (the termination-log file, volumes), and runc resolves
+    /// a relative source against the container's bundle, not against ours.
+    ///
+    /// ```
+    /// # use clap::Parser;
+    /// let mut f = actlet::cli::Cli::parse_from(["actlet", "--root-dir", "state"]).flags;
+    /// f.absolutize_paths();
+    /// assert!(f.root_dir.is_absolute() && f.root_dir.ends_with("state"));
+    /// ```
+    pub fn absolutize_paths(&mut self) {
+        let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        self.root_dir = absolute(&self.root_dir);
+        if let Some(dir) = &self.cert_dir {
+            self.cert_dir = Some(absolute(dir));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,7 +106,8 @@ fn mock_cri(args: MockCriArgs) -> ExitCode {
 }
 
 fn run(resolved: Resolved) -> ExitCode {
-    let flags = resolved.flags.clone();
+    let mut flags = resolved.flags.clone();
+    flags.absolutize_paths();
     let hostname = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())

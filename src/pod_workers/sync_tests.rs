@@ -44,8 +44,12 @@ async fn an_unreadable_runtime_status_records_failed_sync() {
     mock.set_down(true);
     // As the PLEG records a pod whose status it could not read.
     let uid = crate::messages::PodUid::from("u-web");
-    deps.cache
-        .set(uid, None, Some("rpc error: runtime down".into()), tokio::time::Instant::now());
+    deps.cache.set(
+        uid,
+        None,
+        Some("rpc error: runtime down".into()),
+        tokio::time::Instant::now(),
+    );
     let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new(), Default::default()).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
