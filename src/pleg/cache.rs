@@ -247,27 +247,7 @@ impl PodCache {
     /// });
     /// ```
     pub async fn get_relisted(&self, uid: &PodUid) -> CacheEntry {
-        let mut rx = self.global.subscribe();
-        loop {
-            let global = *rx.borrow_and_update();
-            if let Some(entry) = self.get(uid) {
-                return entry;
-            }
-            if let Some(g) = global {
-                return CacheEntry {
-                    status: None,
-                    error: None,
-                    modified: g,
-                };
-            }
-            if rx.changed().await.is_err() {
-                return CacheEntry {
-                    status: None,
-                    error: Some("the pod cache's writer is gone".to_string()),
-                    modified: Instant::now(),
-                };
-            }
-        }
+        self.wait(uid, None).await
     }
 
     /// Waits until the cache holds a status of `uid` newer than `min`: either
@@ -292,20 +272,26 @@ impl PodCache {
     /// });
     /// ```
     pub async fn get_newer_than(&self, uid: &PodUid, min: Instant) -> CacheEntry {
+        self.wait(uid, Some(min)).await
+    }
+
+    /// Waits until `uid`'s entry, or the global timestamp, is newer than
+    /// `min` (`None`: any entry, or any relist at all).
+    async fn wait(&self, uid: &PodUid, min: Option<Instant>) -> CacheEntry {
+        let newer = |t: Instant| min.is_none_or(|m| t > m);
         let mut rx = self.global.subscribe();
         loop {
             let global = *rx.borrow_and_update();
-            let entry = self.get(uid);
-            match entry {
-                Some(e) if e.modified > min => return e,
-                Some(e) if global.is_some_and(|g| g > min) => {
+            match self.get(uid) {
+                Some(e) if newer(e.modified) => return e,
+                Some(e) if global.is_some_and(newer) => {
                     return CacheEntry {
                         modified: global.unwrap_or(e.modified),
                         ..e
                     };
                 }
                 None => {
-                    if let Some(g) = global.filter(|g| *g > min) {
+                    if let Some(g) = global.filter(|g| newer(*g)) {
                         return CacheEntry {
                             status: None,
                             error: None,
@@ -320,7 +306,7 @@ impl PodCache {
                 return self.get(uid).unwrap_or(CacheEntry {
                     status: None,
                     error: None,
-                    modified: min,
+                    modified: min.unwrap_or_else(Instant::now),
                 });
             }
         }
