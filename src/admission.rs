@@ -19,10 +19,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, Taint};
 
 use crate::quantity::ParsedQuantity;
-use crate::scheduling_predicates::required_affinity_matches;
+use crate::scheduling_predicates::{required_affinity_matches, untolerated_no_execute};
 
 /// What this node can give to pods.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,6 +31,9 @@ pub struct NodeAllocatable {
     pub node_name: String,
     /// The node's labels (for `nodeSelector`).
     pub labels: BTreeMap<String, String>,
+    /// The node's taints (only `NoExecute` ones are checked, and not for
+    /// static pods, as upstream).
+    pub taints: Vec<Taint>,
     /// Allocatable CPU in millicores.
     pub cpu_milli: i64,
     /// Allocatable memory in bytes.
@@ -339,6 +342,12 @@ pub fn admit_with(pod: &Pod, usage: &Usage, node: &NodeAllocatable) -> Result<()
             );
         }
     }
+    if !crate::status::pod_predicates::is_static_pod(pod)
+        && let Some(taint) = untolerated_no_execute(&node.taints, pod)
+    {
+        tracing::debug!(pod = %crate::pod_manager::format_pod(pod), taint = %taint.key, "untolerated NoExecute taint");
+        return predicate_failure("TaintToleration", "node(s) had taints that the pod didn't tolerate");
+    }
     Ok(())
 }
 
@@ -360,6 +369,7 @@ mod tests {
         NodeAllocatable {
             node_name: "n1".into(),
             labels: [("disk".to_string(), "ssd".to_string())].into(),
+            taints: vec![],
             cpu_milli: 2000,
             memory_bytes: 1 << 30,
             pods: 3,
@@ -434,6 +444,52 @@ mod tests {
             "spec: {nodeSelector: {disk: hdd}, containers: [{name: c, image: i, resources: {requests: {cpu: '9'}}}]}",
         );
         assert_eq!(admit(&both, &[], &node()).unwrap_err().reason, "OutOfcpu");
+    }
+
+    /// NoExecute taints the pod does not tolerate reject it (upstream
+    /// `generalFilter`), after every other predicate; static pods and
+    /// NoSchedule taints are not checked.
+    #[test]
+    fn untolerated_no_execute_taints_reject_api_pods_only() {
+        let mut n = node();
+        n.taints = vec![
+            Taint {
+                key: "dedicated".into(),
+                value: Some("db".into()),
+                effect: "NoSchedule".into(),
+                time_added: None,
+            },
+            Taint {
+                key: "maintenance".into(),
+                value: None,
+                effect: "NoExecute".into(),
+                time_added: None,
+            },
+        ];
+        let bare = pod("spec: {containers: [{name: c, image: i}]}");
+        let r = admit(&bare, &[], &n).unwrap_err();
+        assert_eq!(r.reason, "TaintToleration");
+        assert_eq!(
+            r.event_message(),
+            "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+        );
+        let tolerant = pod(
+            "spec: {tolerations: [{key: maintenance, operator: Exists, effect: NoExecute}], containers: [{name: c, image: i}]}",
+        );
+        assert!(
+            admit(&tolerant, &[], &n).is_ok(),
+            "NoSchedule taints are the scheduler's business"
+        );
+        let stat = pod(
+            "metadata: {annotations: {kubernetes.io/config.source: file}}\nspec: {containers: [{name: c, image: i}]}",
+        );
+        assert!(admit(&stat, &[], &n).is_ok(), "static pods are not checked");
+        let sel = pod("spec: {nodeSelector: {disk: hdd}, containers: [{name: c, image: i}]}");
+        assert_eq!(
+            admit(&sel, &[], &n).unwrap_err().reason,
+            "NodeAffinity",
+            "the other predicates first"
+        );
     }
 
     /// Pod-level resources (KEP-2837) replace the containers' sum.

@@ -4,6 +4,8 @@
 //! cluster mode it forwards to the event recorder actor, never waiting: a full
 //! mailbox drops the event, as upstream's broadcaster does.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 
 use crate::actors::supervisor::SupervisedRecipient;
@@ -85,6 +87,19 @@ impl EventRecorder {
     /// assert_eq!(event.message, "Node node-a status is now: NodeNotReady");
     /// ```
     pub fn event(&self, involved: ObjectReference, type_: EventType, reason: &str, message: impl Into<String>) {
+        self.annotated_event(involved, BTreeMap::new(), type_, reason, message)
+    }
+
+    /// [`event`](Self::event) with annotations on the Event object
+    /// (upstream `AnnotatedEventf`).
+    pub fn annotated_event(
+        &self,
+        involved: ObjectReference,
+        annotations: BTreeMap<String, String>,
+        type_: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
         let message = message.into();
         tracing::debug!(
             kind = involved.kind.as_deref().unwrap_or_default(),
@@ -101,6 +116,7 @@ impl EventRecorder {
                 type_,
                 reason: reason.to_string(),
                 message,
+                annotations,
             });
         }
     }
@@ -135,6 +151,37 @@ impl EventRecorder {
         message: impl Into<String>,
     ) {
         self.event(pod_ref(pod, field_path), type_, reason, message)
+    }
+
+    /// An event about `pod` with annotations on the Event object (upstream
+    /// `AnnotatedEventf`, as the eviction manager records `Evicted`).
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use std::sync::mpsc;
+    /// use actlet::actors::supervisor::SupervisedRecipient;
+    /// use actlet::events::EventRecorder;
+    /// use actlet::messages::event::{EventType, RecordEvent};
+    /// # let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+    /// #     "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+    /// #     "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}
+    /// # })).unwrap();
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let recorder = EventRecorder::new(SupervisedRecipient::from_fn(move |e: RecordEvent| { let _ = tx.send(e); }));
+    /// let annotations = BTreeMap::from([("starved_resource".to_string(), "memory".to_string())]);
+    /// recorder.annotated_pod_event(&pod, annotations, EventType::Warning, "Evicted", "The node was low on resource: memory. ");
+    /// assert_eq!(rx.recv().unwrap().annotations["starved_resource"], "memory");
+    /// ```
+    pub fn annotated_pod_event(
+        &self,
+        pod: &Pod,
+        annotations: BTreeMap<String, String>,
+        type_: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
+        self.annotated_event(pod_ref(pod, None), annotations, type_, reason, message)
     }
 }
 

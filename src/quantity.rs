@@ -159,6 +159,44 @@ fn scale(mantissa: i128, frac_digits: u32, suffix: &str) -> Option<i128> {
     }
 }
 
+/// Whether a quantity string uses a binary-SI suffix (`Ki` … `Ei`): upstream
+/// keeps that format when it prints the value again.
+pub fn is_binary_si(s: &str) -> bool {
+    s.trim().ends_with('i')
+}
+
+/// A whole number of units printed as upstream's `Quantity.String()` prints
+/// a canonical integer: binary SI (`1Mi`, `1536Ki`) when `binary` and the
+/// value is a multiple of 1024 of at least 1024, otherwise decimal SI with
+/// the largest exact power of 1000 (`500`, `2k`, `100M`; a binary value that
+/// is no multiple of 1024 prints without a suffix, as upstream).
+///
+/// ```
+/// use actlet::quantity::canonical_units;
+/// assert_eq!(canonical_units(1 << 20, true), "1Mi");
+/// assert_eq!(canonical_units(1536 * 1024, true), "1536Ki");
+/// assert_eq!(canonical_units(3000, true), "3000");
+/// assert_eq!(canonical_units(512, true), "512");
+/// assert_eq!(canonical_units(2_000_000, false), "2M");
+/// assert_eq!(canonical_units(1500, false), "1500");
+/// assert_eq!(canonical_units(0, true), "0");
+/// ```
+pub fn canonical_units(value: i64, binary: bool) -> String {
+    const BINARY: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    const DECIMAL: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    let (base, suffixes) = if binary && value.unsigned_abs() >= 1024 {
+        (1024, BINARY)
+    } else {
+        (1000, DECIMAL)
+    };
+    let (mut v, mut i) = (value, 0);
+    while v != 0 && v % base == 0 && i + 1 < suffixes.len() {
+        v /= base;
+        i += 1;
+    }
+    format!("{v}{}", suffixes[i])
+}
+
 fn ceil_div(a: i128, b: i128) -> i128 {
     let q = a / b;
     if a % b > 0 { q + 1 } else { q }

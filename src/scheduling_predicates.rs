@@ -1,10 +1,11 @@
-//! Pure: the scheduler predicate the kubelet re-checks at admission
-//! (upstream `component-helpers/scheduling/corev1/nodeaffinity`): required
-//! node affinity (`nodeSelectorTerms`, ORed; expressions ANDed).
+//! Pure: the scheduler predicates the kubelet re-checks at admission
+//! (upstream `component-helpers/scheduling/corev1`): required node affinity
+//! (`nodeSelectorTerms`, ORed; expressions ANDed), and taints the pod does
+//! not tolerate (`FindMatchingUntoleratedTaint`, `ToleratesTaint`).
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration};
 
 fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
     let values = r.values.as_deref().unwrap_or_default();
@@ -58,6 +59,39 @@ pub fn required_affinity_matches(pod: &Pod, node_name: &str, labels: &BTreeMap<S
         .any(|t| term_matches(t, node_name, labels))
 }
 
+/// Upstream `Toleration.ToleratesTaint`: an empty effect or key matches
+/// any; `Exists` matches any value, `Equal` (or no operator) the same value.
+pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
+    let effect = t.effect.as_deref().unwrap_or_default();
+    if !effect.is_empty() && effect != taint.effect {
+        return false;
+    }
+    let key = t.key.as_deref().unwrap_or_default();
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match t.operator.as_deref().unwrap_or_default() {
+        "" | "Equal" => t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// The first `NoExecute` taint of the node the pod does not tolerate
+/// (upstream `FindMatchingUntoleratedTaint` with the kubelet's filter: it is
+/// only interested in `NoExecute`).
+pub fn untolerated_no_execute<'a>(taints: &'a [Taint], pod: &Pod) -> Option<&'a Taint> {
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default();
+    taints
+        .iter()
+        .filter(|t| t.effect == "NoExecute")
+        .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +135,85 @@ mod tests {
             "n1",
             &labels()
         ));
+    }
+
+    fn taint(key: &str, value: Option<&str>, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: value.map(Into::into),
+            effect: effect.into(),
+            time_added: None,
+        }
+    }
+
+    #[test]
+    fn tolerations_match_taints_as_upstream() {
+        let t = |json: serde_json::Value| -> Toleration { serde_json::from_value(json).unwrap() };
+        let gpu = taint("gpu", Some("yes"), "NoExecute");
+        assert!(
+            tolerates(&t(serde_json::json!({"key": "gpu", "value": "yes"})), &gpu),
+            "no operator: Equal"
+        );
+        assert!(tolerates(
+            &t(serde_json::json!({"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoExecute"})),
+            &gpu
+        ));
+        assert!(!tolerates(&t(serde_json::json!({"key": "gpu", "value": "no"})), &gpu));
+        assert!(tolerates(
+            &t(serde_json::json!({"key": "gpu", "operator": "Exists"})),
+            &gpu
+        ));
+        assert!(!tolerates(
+            &t(serde_json::json!({"key": "gpu", "operator": "Exists", "effect": "NoSchedule"})),
+            &gpu
+        ));
+        assert!(
+            tolerates(&t(serde_json::json!({"operator": "Exists"})), &gpu),
+            "empty key + Exists: everything"
+        );
+        assert!(!tolerates(
+            &t(serde_json::json!({"key": "other", "operator": "Exists"})),
+            &gpu
+        ));
+        assert!(
+            !tolerates(
+                &t(serde_json::json!({"key": "gpu", "operator": "Gt", "value": "1"})),
+                &gpu
+            ),
+            "unknown operators match nothing"
+        );
+        let bare = taint("maintenance", None, "NoExecute");
+        assert!(
+            tolerates(&t(serde_json::json!({"key": "maintenance"})), &bare),
+            "no value on either side"
+        );
+    }
+
+    #[test]
+    fn only_untolerated_no_execute_taints_count() {
+        let taints = [
+            taint("dedicated", Some("db"), "NoSchedule"),
+            taint("node.kubernetes.io/unreachable", None, "NoExecute"),
+            taint("maintenance", None, "NoExecute"),
+        ];
+        let bare = pod("spec: {containers: [{name: c, image: i}]}");
+        assert_eq!(
+            untolerated_no_execute(&taints, &bare).map(|t| t.key.as_str()),
+            Some("node.kubernetes.io/unreachable")
+        );
+        let some = pod(
+            "spec: {tolerations: [{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute}], containers: [{name: c, image: i}]}",
+        );
+        assert_eq!(
+            untolerated_no_execute(&taints, &some).map(|t| t.key.as_str()),
+            Some("maintenance")
+        );
+        let all = pod("spec: {tolerations: [{operator: Exists}], containers: [{name: c, image: i}]}");
+        assert_eq!(untolerated_no_execute(&taints, &all), None);
+        assert_eq!(
+            untolerated_no_execute(&taints[..1], &bare),
+            None,
+            "NoSchedule is the scheduler's business"
+        );
     }
 }

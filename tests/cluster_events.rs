@@ -76,6 +76,7 @@ fn record(involved: ObjectReference, reason: &str, message: &str) -> RecordEvent
         type_: EventType::Normal,
         reason: reason.into(),
         message: message.into(),
+        annotations: Default::default(),
     }
 }
 

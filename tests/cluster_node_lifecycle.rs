@@ -3,7 +3,10 @@
 //! `KUBEBUILDER_ASSETS`): registration with `--node-labels` and
 //! `--register-with-taints`, and an admin deleting the Node under a running node:
 //! it is registered again (new UID, same labels and taints, Ready) and its pod
-//! keeps running untouched.
+//! keeps running untouched. An admin tainting (`NoExecute`) and labelling the
+//! Node: admission follows the Node object, as upstream's informer-fed
+//! admission does: a pod that does not tolerate the taint is rejected
+//! (`TaintToleration`), one that does and selects the new label runs.
 
 #[path = "support/apiserver/mod.rs"]
 mod apiserver;
@@ -21,7 +24,7 @@ use backend::{Backend, eventually};
 use cluster::{NODE, bound_pod, run};
 use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::Api;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, Patch, PatchParams};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -102,6 +105,68 @@ fn a_deleted_node_is_registered_again_with_its_labels_and_taints_on_envtest() {
     run(|| async {
         if let Some(b) = Backend::real().await {
             deleted_node_scenario(b).await;
+        }
+    });
+}
+
+async fn admin_taint_scenario(b: Backend) {
+    let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+    let node = b
+        .start_node(mock.clone(), |builder| {
+            builder.configure(|c| c.node_status_update_frequency = Duration::from_millis(500))
+        })
+        .await;
+    eventually("node Ready", T, || async { b.node().await.filter(ready) }).await;
+    let patch = serde_json::json!({
+        "metadata": {"labels": {"zone": "b"}},
+        "spec": {"taints": [{"key": "maintenance", "value": "kernel", "effect": "NoExecute"}]}
+    });
+    Api::<Node>::all(b.admin.clone())
+        .patch(NODE, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("taint the node: {e}"));
+    let handle = node.kubelet.node.clone();
+    eventually("the kubelet read the taint", T, || async {
+        handle
+            .object()
+            .filter(|o| o.taints.iter().any(|t| t.key == "maintenance"))
+            .map(|_| ())
+    })
+    .await;
+
+    b.create_pod(&bound_pod("intolerant", "sleep 3600")).await;
+    let mut tolerant = bound_pod("tolerant", "sleep 3600");
+    tolerant["spec"]["tolerations"] =
+        serde_json::json!([{"key": "maintenance", "operator": "Equal", "value": "kernel", "effect": "NoExecute"}]);
+    tolerant["spec"]["nodeSelector"] = serde_json::json!({"zone": "b"});
+    b.create_pod(&tolerant).await;
+    let status = eventually("the intolerant pod rejected", T, || async {
+        let st = b.pod("intolerant").await?.status?;
+        (st.phase.as_deref() == Some("Failed")).then_some(st)
+    })
+    .await;
+    assert_eq!(status.reason.as_deref(), Some("TaintToleration"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("Pod was rejected: Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate")
+    );
+    eventually("the tolerant pod Running", T, || async {
+        (b.pod("tolerant").await?.status?.phase.as_deref() == Some("Running")).then_some(())
+    })
+    .await;
+    node.kubelet.shutdown(Duration::from_secs(5)).await.ok();
+}
+
+#[test]
+fn admission_follows_the_taints_and_labels_an_admin_gives_the_node() {
+    run(|| async { admin_taint_scenario(Backend::test_apiserver().await).await });
+}
+
+#[test]
+fn admission_follows_the_taints_and_labels_an_admin_gives_the_node_on_envtest() {
+    run(|| async {
+        if let Some(b) = Backend::real().await {
+            admin_taint_scenario(b).await;
         }
     });
 }

@@ -7,6 +7,7 @@
 //! period. The manager is killed while it holds the condition: the rebuilt
 //! one keeps it for the rest of the period, then evicts on new pressure.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +18,9 @@ use actlet::testing::{PodBuilder, TestNode, run_paused, wait_until};
 use k8s_openapi::api::core::v1::Pod;
 
 const MI: u64 = 1 << 20;
+
+/// An Event's annotations.
+type Annotations = BTreeMap<String, String>;
 
 /// A pod's uid, name and working set.
 type PodUsage = (String, String, u64);
@@ -91,6 +95,8 @@ fn memory_pressure_evicts_besteffort_first_and_refuses_new_ones() {
         let summary = FakeSummary::default();
         let events: Arc<Mutex<Vec<(String, String, String)>>> = Arc::default();
         let log = events.clone();
+        let evicted_annotations: Arc<Mutex<Vec<(String, Annotations)>>> = Arc::default();
+        let alog = evicted_annotations.clone();
         let source = SummarySource::new(summary.clone());
         let node = TestNode::builder()
             .customize(move |b| {
@@ -111,6 +117,9 @@ fn memory_pressure_evicts_besteffort_first_and_refuses_new_ones() {
                 })
                 .on_event(move |e| {
                     let name = e.involved.name.clone().unwrap_or_default();
+                    if e.reason == "Evicted" {
+                        alog.lock().unwrap().push((name.clone(), e.annotations.clone()));
+                    }
                     log.lock().unwrap().push((name, e.reason, e.message))
                 })
             })
@@ -168,6 +177,25 @@ fn memory_pressure_evicts_besteffort_first_and_refuses_new_ones() {
                 && r == "Evicted"
                 && m.starts_with("The node was low on resource: memory.")),
             "a Warning Evicted event: {:?}",
+            events.lock().unwrap()
+        );
+        // upstream AnnotatedEventf: who used more than requested, and what was starved
+        let annotations = evicted_annotations.lock().unwrap()[0].clone();
+        assert_eq!(annotations.0, "besteffort");
+        let want: BTreeMap<String, String> = [
+            ("offending_containers", "c"),
+            ("offending_containers_usage", "10Mi"),
+            ("starved_resource", "memory"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(annotations.1, want);
+        assert!(
+            events.lock().unwrap().iter().any(|(n, r, m)| n == TestNode::NODE_NAME
+                && r == "EvictionThresholdMet"
+                && m == "Attempting to reclaim memory"),
+            "a node event before the eviction: {:?}",
             events.lock().unwrap()
         );
         // Memory is back at once: nothing more is evicted, but the condition

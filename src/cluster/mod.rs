@@ -42,7 +42,7 @@ pub use client::{
 };
 pub use client_metrics::{RequestMetricsLayer, RestClientMetrics, rest_client_metrics};
 pub use mirror_index::{MirrorPods, is_mirror_pod};
-pub use node::{NodeHandle, NodeView};
+pub use node::{NodeHandle, NodeObject, NodeView};
 pub use rate_limit::Qps;
 pub use watch_backoff::{ApiReachability, WatchBackoffPolicy};
 

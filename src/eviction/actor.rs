@@ -2,15 +2,24 @@
 //! `eviction.managerImpl.synchronize`, every `monitoringInterval`).
 //!
 //! Each round reads the node summary, steps the [`Tracker`](super::Tracker)
-//! (node pressure conditions, grace periods), and when a threshold is to be
-//! acted on evicts one pod: the first non-critical pod of the ranking, killed
-//! through the pod workers as `Failed`/`Evicted` with upstream's message, a
-//! `DisruptionTarget` condition and a Warning `Evicted` event. The next
-//! eviction waits until that pod's worker has terminated (at most 30 s,
-//! upstream `podCleanupTimeout`).
+//! (node pressure conditions, grace periods), then
 //!
-//! Fields: all derived (the round-in-flight flag). The tracker and the pod
-//! being evicted are owned state in the [`EvictionHandle`], which survives a
+//! - with `localStorageCapacityIsolation`, evicts every pod over its local
+//!   storage limits ([`local_storage`](super::local_storage)), without a
+//!   `DisruptionTarget` condition, as upstream; if any was, the round ends;
+//! - when a threshold is to be acted on, records `EvictionThresholdMet` on
+//!   the node and evicts one pod: the first non-critical pod of the ranking,
+//!   with a `DisruptionTarget` condition.
+//!
+//! An evicted pod is killed through the pod workers as `Failed`/`Evicted`
+//! with upstream's message, and gets a Warning `Evicted` event carrying the
+//! annotations upstream's `AnnotatedEventf` does. The next eviction waits
+//! until those pods' workers have terminated (at most 30 s, upstream
+//! `podCleanupTimeout`).
+//!
+//! Fields: all derived (the round-in-flight flag, whether images have their
+//! own filesystem, asked once per instance). The tracker and the pods being
+//! evicted are owned state in the [`EvictionHandle`], which survives a
 //! restart; a round cut short by one only delays the next.
 
 use std::time::Duration;
@@ -20,6 +29,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 
+use std::collections::BTreeMap;
+
+use super::local_storage;
 use super::rank::{Candidate, Usage, message, rank};
 use super::signals::observe;
 use super::signals::{Observations, met};
@@ -66,18 +78,35 @@ pub struct EvictionDeps {
     pub evictions: Option<Family<Vec<(String, String)>, Gauge>>,
     /// Node-level reclaim tried before evicting for a disk signal.
     pub reclaim: Option<Reclaimer>,
+    /// The node (for `EvictionThresholdMet` events).
+    pub node_name: String,
+}
+
+/// One eviction: what the pod is told and recorded.
+struct Eviction {
+    grace: Duration,
+    message: String,
+    annotations: BTreeMap<String, String>,
+    /// A `DisruptionTarget` condition (threshold evictions only).
+    disruption: bool,
+    signal: String,
 }
 
 /// The `eviction-manager` actor. See the [module docs](self).
 pub struct EvictionManager {
     deps: EvictionDeps,
     running: bool,
+    dedicated_image_fs: Option<bool>,
 }
 
 impl EvictionManager {
     /// A manager working from `deps`.
     pub fn new(deps: EvictionDeps) -> Self {
-        Self { deps, running: false }
+        Self {
+            deps,
+            running: false,
+            dedicated_image_fs: None,
+        }
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {
@@ -87,9 +116,24 @@ impl EvictionManager {
         let source = self.deps.source.clone();
         // A summary slower than the interval is abandoned: it only reads.
         let deadline = self.deps.config.monitoring_interval.max(Duration::from_secs(1));
-        let fut = async move { tokio::time::timeout(deadline, source.0.summary()).await };
-        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+        let ask_fs = self.dedicated_image_fs.is_none();
+        let fut = async move {
+            let dedicated = match ask_fs {
+                true => tokio::time::timeout(deadline, source.0.has_dedicated_image_fs())
+                    .await
+                    .ok(),
+                false => None,
+            };
+            (dedicated, tokio::time::timeout(deadline, source.0.summary()).await)
+        };
+        ctx.spawn(fut.into_actor(self).map(move |(dedicated, res), act, ctx| {
             act.running = false;
+            match dedicated {
+                Some(Ok(d)) => act.dedicated_image_fs = Some(d),
+                Some(Err(e)) => tracing::warn!(error = %e, "eviction manager: failed to get HasDedicatedImageFs"),
+                None if ask_fs => tracing::warn!("eviction manager: HasDedicatedImageFs timed out"),
+                None => {}
+            }
             match res {
                 Ok(Ok(summary)) => act.synchronize(&summary, ctx),
                 Ok(Err(e)) => tracing::warn!(error = %e, "eviction manager: failed to get summary stats"),
@@ -118,19 +162,22 @@ impl EvictionManager {
             .collect()
     }
 
-    /// Whether the pod evicted last is still going (and not for too long).
+    /// Whether a pod evicted last is still going (and not for too long).
     fn waiting_for_cleanup(&self, now: Instant) -> bool {
         let mut state = self.deps.handle.lock();
-        let Some((uid, since)) = state.evicting.clone() else {
+        let Some((uids, since)) = state.evicting.clone() else {
             return false;
         };
-        let gone = !matches!(
-            self.deps.pod_sync_statuses.state(&uid),
-            Some(WorkerState::Syncing | WorkerState::Terminating)
-        );
+        let going = |uid: &PodUid| {
+            matches!(
+                self.deps.pod_sync_statuses.state(uid),
+                Some(WorkerState::Syncing | WorkerState::Terminating)
+            )
+        };
+        let gone = !uids.iter().any(going);
         if gone || now.saturating_duration_since(since) >= POD_CLEANUP_TIMEOUT {
             if !gone {
-                tracing::info!(pod_uid = %uid, "eviction manager: timed out waiting for the evicted pod to be cleaned up");
+                tracing::info!(pods = ?uids, "eviction manager: timed out waiting for the evicted pods to be cleaned up");
             }
             state.evicting = None;
             return false;
@@ -153,15 +200,25 @@ impl EvictionManager {
             }
             step
         };
-        let Some(&index) = step.act_on.first() else {
-            return;
-        };
         if self.waiting_for_cleanup(now) {
             return;
         }
+        if cfg.local_storage_capacity_isolation && self.local_storage_evictions(summary, now) {
+            return;
+        }
+        let Some(&index) = step.act_on.first() else {
+            return;
+        };
         let threshold = &cfg.thresholds[index];
         let observed = observations.get(&threshold.signal);
-        tracing::warn!(signal = %threshold.signal, ?observed, "eviction manager: attempting to reclaim");
+        let resource = threshold.signal.resource();
+        tracing::warn!(signal = %threshold.signal, ?observed, resource, "eviction manager: attempting to reclaim");
+        self.deps.events.event(
+            crate::events::node_ref(&self.deps.node_name),
+            EventType::Warning,
+            "EvictionThresholdMet",
+            format!("Attempting to reclaim {resource}"),
+        );
         if threshold.signal.pressure() == Pressure::Disk
             && let Some(reclaim) = self.deps.reclaim.clone()
         {
@@ -222,7 +279,7 @@ impl EvictionManager {
             }
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             let stats = summary.pods.iter().find(|p| p.pod_ref.uid == uid);
-            let (msg, annotations) = message(pod, stats, threshold, observed);
+            let (message, annotations) = message(pod, stats, threshold, observed);
             let grace = if threshold.is_hard() {
                 IMMEDIATE_GRACE
             } else {
@@ -233,31 +290,90 @@ impl EvictionManager {
                     .unwrap_or(30);
                 Duration::from_secs(u64::try_from(own.min(cfg.max_pod_grace_period)).unwrap_or(0))
             };
-            tracing::warn!(pod = %name, pod_uid = %uid, signal = %threshold.signal, ?annotations, grace = ?grace,
-                "eviction manager: evicting pod");
-            let kill = KillOptions {
-                grace_period_override: Some(grace),
-                status: Some(KillStatus {
-                    phase: "Failed".into(),
-                    reason: REASON.into(),
-                    message: msg.clone(),
-                    disruption: true,
-                }),
+            let eviction = Eviction {
+                grace,
+                message,
+                annotations,
+                disruption: true,
+                signal: threshold.signal.to_string(),
             };
-            if let Err(e) = self.deps.workers.do_send(UpdatePod::kill(pod.clone(), kill)) {
-                tracing::warn!(pod = %name, error = %e, "eviction manager: pod workers unreachable; retrying next round");
-                return;
+            if self.evict_pod(pod, eviction) {
+                self.deps.handle.lock().evicting = Some((vec![PodUid::new(uid)], now));
             }
-            self.deps.events.pod_event(pod, None, EventType::Warning, REASON, msg);
-            if let Some(family) = &self.deps.evictions {
-                family
-                    .get_or_create(&vec![("eviction_signal".to_string(), threshold.signal.to_string())])
-                    .inc();
-            }
-            self.deps.handle.lock().evicting = Some((PodUid::new(uid), now));
             return;
         }
         tracing::error!(signal = %threshold.signal, "eviction manager: unable to evict any pod from the node");
+    }
+}
+
+impl EvictionManager {
+    /// Upstream `localStorageEviction`: every active pod over its local
+    /// storage limits is evicted; whether any was.
+    fn local_storage_evictions(&self, summary: &Summary, now: Instant) -> bool {
+        let dedicated = self.dedicated_image_fs.unwrap_or(false);
+        let mut evicted = vec![];
+        let stats: std::collections::HashMap<&str, _> =
+            summary.pods.iter().map(|p| (p.pod_ref.uid.as_str(), p)).collect();
+        for c in self.active(summary) {
+            let uid = c.pod.metadata.uid.as_deref().unwrap_or_default();
+            let Some(stats) = stats.get(uid) else {
+                continue;
+            };
+            let Some(v) = local_storage::violation(&c.pod, stats, dedicated) else {
+                continue;
+            };
+            if is_critical_pod(&c.pod) {
+                tracing::error!(pod = %crate::pod_manager::format_pod(&c.pod), "eviction manager: cannot evict a critical pod");
+                continue;
+            }
+            let eviction = Eviction {
+                grace: IMMEDIATE_GRACE,
+                message: v.message,
+                annotations: BTreeMap::new(),
+                disruption: false,
+                signal: v.signal.to_string(),
+            };
+            if self.evict_pod(&c.pod, eviction) {
+                evicted.push(PodUid::new(uid));
+            }
+        }
+        if evicted.is_empty() {
+            return false;
+        }
+        self.deps.handle.lock().evicting = Some((evicted, now));
+        true
+    }
+
+    /// Upstream `evictPod` for a pod that is not critical: the Warning
+    /// `Evicted` event with its annotations, the kill, the metric; false
+    /// when the pod workers cannot be reached.
+    fn evict_pod(&self, pod: &std::sync::Arc<k8s_openapi::api::core::v1::Pod>, e: Eviction) -> bool {
+        let name = crate::pod_manager::format_pod(pod);
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        tracing::warn!(pod = %name, pod_uid = %uid, signal = %e.signal, annotations = ?e.annotations, grace = ?e.grace,
+            message = %e.message, "eviction manager: evicting pod");
+        let kill = KillOptions {
+            grace_period_override: Some(e.grace),
+            status: Some(KillStatus {
+                phase: "Failed".into(),
+                reason: REASON.into(),
+                message: e.message.clone(),
+                disruption: e.disruption,
+            }),
+        };
+        if let Err(err) = self.deps.workers.do_send(UpdatePod::kill(pod.clone(), kill)) {
+            tracing::warn!(pod = %name, error = %err, "eviction manager: pod workers unreachable; retrying next round");
+            return false;
+        }
+        self.deps
+            .events
+            .annotated_pod_event(pod, e.annotations, EventType::Warning, REASON, e.message);
+        if let Some(family) = &self.deps.evictions {
+            family
+                .get_or_create(&vec![("eviction_signal".to_string(), e.signal)])
+                .inc();
+        }
+        true
     }
 }
 

@@ -5,16 +5,18 @@
 //! - [`signals`]: observations from the node summary, thresholds met;
 //! - [`tracker`]: grace periods, minimum reclaim, the pressure transition period;
 //! - [`rank`](mod@rank): which pod goes first, and the eviction message;
+//! - [`local_storage`]: per-pod local storage limits (`emptyDir.sizeLimit`,
+//!   `ephemeral-storage` limits), checked every round;
 //! - [`state`]: the owned [`EvictionHandle`] (node conditions, admission);
 //! - [`actor`]: the `eviction-manager` actor.
 //!
 //! For disk signals the GC reclaims first (unused containers and images), and
-//! a pod is evicted only when that was not enough. Not built yet: per-pod
-//! local storage limits (`emptyDir.sizeLimit`,
-//! `ephemeral-storage` limits) and memory threshold notifications (cgroup
-//! events); the summary is polled every `monitoringInterval` (10 s).
+//! a pod is evicted only when that was not enough. Not built yet: memory
+//! threshold notifications (cgroup events); the summary is polled every
+//! `monitoringInterval` (10 s).
 
 pub mod actor;
+pub mod local_storage;
 pub mod rank;
 pub mod signals;
 pub mod state;
@@ -44,12 +46,22 @@ pub const PRESSURE_TRANSITION_PERIOD: Duration = Duration::from_secs(300);
 pub trait NodeSummary: Send + Sync + 'static {
     /// The current summary (only the fields the signals read need be set).
     async fn summary(&self) -> Result<Summary, String>;
+
+    /// Whether the runtime keeps images (and writable layers) on a
+    /// filesystem of their own (upstream `HasDedicatedImageFs`); asked once.
+    async fn has_dedicated_image_fs(&self) -> Result<bool, String> {
+        Ok(false)
+    }
 }
 
 #[async_trait::async_trait]
 impl NodeSummary for crate::stats::StatsProvider {
     async fn summary(&self) -> Result<Summary, String> {
         self.collect().await.map(|c| c.summary).map_err(|e| e.to_string())
+    }
+
+    async fn has_dedicated_image_fs(&self) -> Result<bool, String> {
+        self.has_dedicated_image_fs().await.map_err(|e| e.to_string())
     }
 }
 
@@ -99,7 +111,8 @@ impl fmt::Debug for SummarySource {
 ///
 /// ```
 /// let c = actlet::eviction::EvictionConfig::default();
-/// assert!(c.thresholds.is_empty()); // no thresholds: no eviction manager
+/// assert!(c.thresholds.is_empty()); // no thresholds…
+/// assert!(c.local_storage_capacity_isolation); // …but the local storage limits are watched
 /// assert_eq!(c.pressure_transition_period, std::time::Duration::from_secs(300));
 /// ```
 #[derive(Clone, Debug)]
@@ -114,6 +127,10 @@ pub struct EvictionConfig {
     pub monitoring_interval: Duration,
     /// Where the summary comes from (`None`: the node's stats provider).
     pub summary: Option<SummarySource>,
+    /// `localStorageCapacityIsolation`: evict pods over their local storage
+    /// limits (default on; with it off and no thresholds the manager is not
+    /// started).
+    pub local_storage_capacity_isolation: bool,
 }
 
 impl Default for EvictionConfig {
@@ -124,6 +141,7 @@ impl Default for EvictionConfig {
             max_pod_grace_period: 0,
             monitoring_interval: MONITORING_INTERVAL,
             summary: None,
+            local_storage_capacity_isolation: true,
         }
     }
 }

@@ -27,9 +27,9 @@ pub struct EvictionState {
     pub tracker: Tracker,
     /// The node conditions under pressure now.
     pub pressures: BTreeSet<Pressure>,
-    /// The pod evicted last and when: the next eviction waits for it to be
-    /// cleaned up (upstream `waitForPodsCleanup`).
-    pub evicting: Option<(PodUid, Instant)>,
+    /// The pods evicted last and when: the next eviction waits for them to
+    /// be cleaned up (upstream `waitForPodsCleanup`).
+    pub evicting: Option<(Vec<PodUid>, Instant)>,
 }
 
 /// The shared handle (cheap to clone).

@@ -48,8 +48,8 @@ pub(super) fn node_managers(
         state: crate::gc::GcState::new(),
         events: i.events.clone(),
     });
-    if config.eviction.thresholds.is_empty() {
-        tracing::info!("no eviction thresholds configured: eviction manager off");
+    if config.eviction.thresholds.is_empty() && !config.eviction.local_storage_capacity_isolation {
+        tracing::info!("no eviction thresholds and localStorageCapacityIsolation off: eviction manager off");
     } else {
         let deps = crate::eviction::EvictionDeps {
             config: config.eviction.clone(),
@@ -66,6 +66,7 @@ pub(super) fn node_managers(
             allocatable_memory: Some(super::node_facts::allocatable_memory(config, i.facts)),
             evictions: Some(i.evictions),
             reclaim: Some(crate::eviction::Reclaimer::new(gc_reclaim)),
+            node_name: config.node_name.clone(),
         };
         children.push(
             ChildSpec::new("eviction-manager", move || {

@@ -182,7 +182,8 @@ pub fn detect_node_ip() -> Option<IpAddr> {
 }
 
 /// Allocatable as the Node reports it: capacity − kube/system reserved −
-/// the hard eviction threshold; labels as registered.
+/// the hard eviction threshold; labels and taints as registered (in cluster
+/// mode the sync loop follows the Node object's).
 pub(super) fn node_allocatable(config: &super::KubeletConfig, facts: &NodeFacts) -> crate::admission::NodeAllocatable {
     let node_name = config.node_name.as_str();
     // The labels the Node gets (--node-labels first, the well-known ones win).
@@ -202,6 +203,7 @@ pub(super) fn node_allocatable(config: &super::KubeletConfig, facts: &NodeFacts)
     crate::admission::NodeAllocatable {
         node_name: node_name.to_string(),
         labels,
+        taints: config.register_with_taints.clone(),
         cpu_milli: (facts.cpus * 1000 - reserved.cpu_milli).max(0),
         memory_bytes: (facts.memory_bytes - reserved.memory_bytes - hard_memory).max(0),
         pods: config.max_pods,

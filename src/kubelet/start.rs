@@ -360,12 +360,15 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let gc_sync_state = sync_state.clone();
     let forget = status_ref.recipient();
     let (ev_admit, sd_admit) = (eviction.clone(), shutdown.clone());
+    let node_handle = NodeHandle::default();
+    let node_admit = node_handle.clone();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
             .with_eviction(ev_admit.clone())
             .with_shutdown(sd_admit.clone())
             .with_sysctls(sysctls.clone())
+            .with_node_object(node_admit.clone())
             .with_events(ev.clone())
             .with_state(sync_state.clone(), pss.clone())
             .with_status_forgetting(forget.clone())
@@ -483,7 +486,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         root = root.child(spec);
     }
 
-    let node_handle = NodeHandle::default();
     let node_inputs = cluster::NodeInputs {
         node_ip: node_ip.clone(),
         facts: facts.clone(),

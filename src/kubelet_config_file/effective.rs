@@ -53,6 +53,9 @@ impl Resolved {
         if let Some(d) = kc.container_log_monitor_interval.and_then(|d| d.to_std()) {
             config.container_log_policy.monitor_interval = d;
         }
+        if let Some(on) = kc.local_storage_capacity_isolation {
+            config.eviction.local_storage_capacity_isolation = on;
+        }
         let d = |v: Option<super::GoDuration>| v.and_then(|d| d.to_std()).unwrap_or_default();
         let by_priority = kc
             .shutdown_grace_period_by_pod_priority

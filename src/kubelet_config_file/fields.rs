@@ -146,7 +146,7 @@ pub const FIELDS: &[(&str, Support)] = &[
     ("registerWithTaints", H),
     ("registerNode", H),
     ("tracing", N),
-    ("localStorageCapacityIsolation", N),
+    ("localStorageCapacityIsolation", H),
     ("containerRuntimeEndpoint", H),
     ("imageServiceEndpoint", N),
     ("failCgroupV1", N),

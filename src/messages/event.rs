@@ -68,4 +68,7 @@ pub struct RecordEvent {
     pub reason: String,
     /// Human-readable message.
     pub message: String,
+    /// Annotations of the Event object (upstream `AnnotatedEventf`; the
+    /// eviction manager's `offending_containers`, …); usually empty.
+    pub annotations: std::collections::BTreeMap<String, String>,
 }

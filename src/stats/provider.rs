@@ -160,6 +160,27 @@ impl StatsProvider {
         super::cgroup::read(&fs, &path)
     }
 
+    /// Whether the runtime's image filesystem is on another device than the
+    /// root directory (upstream `HasDedicatedImageFs`); `false` when the
+    /// runtime names no mountpoint that exists here.
+    pub async fn has_dedicated_image_fs(&self) -> Result<bool, StatsError> {
+        use std::os::unix::fs::MetadataExt;
+        let fs = self.runtime.image_fs_info(Default::default()).await?;
+        let Some(mount) = fs
+            .image_filesystems
+            .first()
+            .and_then(|u| u.fs_id.as_ref())
+            .map(|id| std::path::PathBuf::from(&id.mountpoint))
+        else {
+            return Ok(false);
+        };
+        let dev = |p: &std::path::Path| std::fs::metadata(p).ok().map(|m| m.dev());
+        Ok(match (dev(&mount), dev(&self.settings.root_dir)) {
+            (Some(a), Some(b)) => a != b,
+            _ => false,
+        })
+    }
+
     /// Collects everything (file system walks run on the blocking pool).
     pub async fn collect(&self) -> Result<Collected, StatsError> {
         let rt = &self.runtime;

@@ -101,6 +101,9 @@ impl SyncLoopHeartbeat {
 /// the book), the worker states (read from [`PodSyncStatuses`]).
 pub struct SyncLoop {
     admission: Option<(NodeAllocatable, StatusCache)>,
+    /// The Node object's labels and taints (cluster mode), and the version
+    /// of them the admission node holds (derived).
+    node_object: Option<(crate::cluster::NodeHandle, Option<Arc<crate::cluster::NodeObject>>)>,
     sysctls: Option<crate::sysctl::Allowlist>,
     eviction: Option<crate::eviction::EvictionHandle>,
     shutdown: Option<crate::nodeshutdown::ShutdownHandle>,
@@ -132,6 +135,7 @@ impl SyncLoop {
     ) -> Self {
         Self {
             admission: None,
+            node_object: None,
             sysctls: None,
             eviction: None,
             shutdown: None,
@@ -197,6 +201,28 @@ impl SyncLoop {
         self
     }
 
+    /// Admission follows the labels and taints of the Node object `node`
+    /// last read from the API server (until then, the registered ones).
+    pub fn with_node_object(mut self, node: crate::cluster::NodeHandle) -> Self {
+        self.node_object = Some((node, None));
+        self
+    }
+
+    /// Refreshes the admission node's labels and taints from the Node
+    /// object when it changed.
+    fn follow_node_object(&mut self) {
+        let (Some((handle, seen)), Some((node, _))) = (&mut self.node_object, &mut self.admission) else {
+            return;
+        };
+        let Some(object) = handle.object() else { return };
+        if seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, &object)) {
+            return;
+        }
+        node.labels = object.labels.clone();
+        node.taints = object.taints.clone();
+        *seen = Some(object);
+    }
+
     /// Rejects pods setting sysctls outside `allowlist` (`SysctlForbidden`).
     pub fn with_sysctls(mut self, allowlist: crate::sysctl::Allowlist) -> Self {
         self.sysctls = Some(allowlist);
@@ -208,6 +234,7 @@ impl SyncLoop {
     /// pods; only when that fails are the totals recomputed without pods
     /// that reached a terminal phase.
     fn admit(&mut self, pod: &Arc<Pod>) -> Result<(), Rejection> {
+        self.follow_node_object();
         let Some((node, statuses)) = &self.admission else {
             return Ok(());
         };

@@ -22,6 +22,7 @@ fn record(pod: &str, container: &str, reason: &str, message: &str) -> RecordEven
         type_: EventType::Normal,
         reason: reason.into(),
         message: message.into(),
+        annotations: Default::default(),
     }
 }
 

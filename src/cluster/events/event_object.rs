@@ -34,6 +34,7 @@ pub fn make_event(record: &RecordEvent, host: &str, now: Timestamp, unix_nanos: 
         metadata: ObjectMeta {
             name: Some(event_name(object_name, unix_nanos)),
             namespace: Some(event_namespace(record)),
+            annotations: (!record.annotations.is_empty()).then(|| record.annotations.clone()),
             ..ObjectMeta::default()
         },
         involved_object: record.involved.clone(),
@@ -87,6 +88,7 @@ mod tests {
             type_: EventType::Normal,
             reason: "Started".into(),
             message: "Started container web".into(),
+            annotations: Default::default(),
         }
     }
 
@@ -134,6 +136,7 @@ mod tests {
             type_: EventType::Normal,
             reason: "NodeReady".into(),
             message: "Node test-node status is now: NodeReady".into(),
+            annotations: Default::default(),
         };
         let event = make_event(&record, "test-node", at("2026-11-21T11:11:29Z"), 255);
         assert_eq!(event.metadata.namespace.as_deref(), Some("default"));

@@ -146,6 +146,7 @@ impl NodeActor {
         match out.status {
             Some(Ok(s)) => {
                 self.deps.handle.set_uid(s.uid);
+                self.deps.handle.set_object(s.object);
                 if s.wrote {
                     self.last_report = Some(started);
                     self.record(&s.events);

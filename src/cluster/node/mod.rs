@@ -106,6 +106,19 @@ pub struct NodeView {
     pub uid: Option<String>,
     /// The conditions last computed (MemoryPressure, DiskPressure, PIDPressure, Ready).
     pub conditions: Vec<NodeCondition>,
+    /// The Node object's labels and taints as the API server last returned
+    /// them (cluster mode; `None` before the first status read). Admission
+    /// checks `nodeSelector`, affinity and `NoExecute` taints against them.
+    pub object: Option<Arc<NodeObject>>,
+}
+
+/// What admission reads of the Node object (upstream reads the informer's Node).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeObject {
+    /// `metadata.labels`.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// `spec.taints`.
+    pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
 }
 
 impl NodeHandle {
@@ -167,6 +180,20 @@ impl NodeHandle {
 
     fn set_conditions(&self, conditions: Vec<NodeCondition>) {
         self.inner.write().unwrap_or_else(|e| e.into_inner()).conditions = conditions;
+    }
+
+    /// The Node object's labels and taints as last read, shared: the `Arc`
+    /// changes only when they do.
+    pub fn object(&self) -> Option<Arc<NodeObject>> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner()).object.clone()
+    }
+
+    /// Records the Node object's labels and taints (kept as is when equal).
+    pub fn set_object(&self, object: NodeObject) {
+        let mut v = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        if v.object.as_deref() != Some(&object) {
+            v.object = Some(Arc::new(object));
+        }
     }
 }
 

@@ -44,6 +44,8 @@ pub(super) struct StatusOutcome {
     pub events: Vec<&'static str>,
     /// The API server now holds this status (patched, or already equal).
     pub wrote: bool,
+    /// The Node's labels and taints as read.
+    pub object: super::NodeObject,
 }
 
 /// A Node registered (or found): its UID, and the events of its initial
@@ -150,6 +152,14 @@ async fn update_status(
             conditions,
             events,
             wrote: false,
+            object: super::NodeObject {
+                labels: original.metadata.labels.clone().unwrap_or_default(),
+                taints: original
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.taints.clone())
+                    .unwrap_or_default(),
+            },
         };
         if !report_due && !status_changed(original.status.as_ref(), node.status.as_ref()) {
             return Ok(outcome);
