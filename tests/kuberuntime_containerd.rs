@@ -232,7 +232,8 @@ spec:
 /// changing the CPU limit update the running container's own cgroup (read
 /// from inside it) without a restart, and the manager then sees no resize
 /// in progress (containerd 1.6 reports no resources in `ContainerStatus`:
-/// what actlet applied stands in).
+/// what actlet applied stands in). A memory limit below what the container
+/// uses (read by CRI `ContainerStats`) is refused and the limit stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_resize_updates_the_running_containers_cgroup_in_place() {
     let Some(ep) = endpoint("real_resize_updates_the_running_containers_cgroup_in_place") else {
@@ -289,6 +290,30 @@ spec:
         let again = real.sync(&resized).await;
         assert!(!again.results.iter().any(|x| x.action == SyncAction::ResizePodInPlace));
     }
+    // 24 MiB in the container's /dev/shm is charged to its cgroup: a 10Mi
+    // limit is below what it uses, and is refused with upstream's message.
+    real.exec(
+        &app.id,
+        &["dd", "if=/dev/zero", "of=/dev/shm/fill", "bs=1M", "count=24"],
+    )
+    .await;
+    let small = pod(&yaml("10Mi", "20m"));
+    let r = real.sync(&small).await;
+    let refused = r
+        .results
+        .iter()
+        .find(|x| x.action == SyncAction::ResizePodInPlace)
+        .and_then(|x| x.error.as_ref())
+        .map(|e| e.message.clone())
+        .unwrap_or_else(|| panic!("the decrease was not refused: {r:?}"));
+    assert!(
+        refused.starts_with("cannot decrease memory limits: attempting to set container \"app\" memory limit (10485760) below current usage ("),
+        "{refused}"
+    );
+    assert_eq!(limit(app.id.clone()).await.0, (40 << 20).to_string(), "the limit stays");
+    let st = real.status(&small).await;
+    assert!(real.mgr.resize_in_progress(&small, &st));
+    assert_eq!(real.mgr.resize_error(&small).as_deref(), Some(refused.as_str()));
     let st = real.status(&before).await;
     assert_ok(&real.mgr.kill_pod(Some(&before), &st, None).await);
     real.remove(&before).await;

@@ -131,3 +131,102 @@ fn a_resize_is_applied_in_place_or_by_the_restart_its_policy_asks() {
         assert!(!resize_in_progress(&node));
     });
 }
+
+fn resize_condition(node: &TestNode) -> Option<(Option<String>, Option<String>)> {
+    let conds = node.status("default", "web")?.conditions?;
+    let c = conds.into_iter().find(|c| c.type_ == "PodResizeInProgress")?;
+    Some((c.reason, c.message))
+}
+
+/// Upstream's "decrease memory limit below usage" (test/e2e/common/node
+/// pod_resize.go): a limit under what the container uses is refused, the
+/// container keeps its limit and is not restarted, `PodResizeInProgress`
+/// says `Error` with upstream's message (never `PodResizePending`), one
+/// `ResizeError` event; a limit above the usage is applied afterwards.
+#[test]
+fn a_memory_limit_is_never_lowered_below_what_the_container_uses() {
+    use std::sync::{Arc, Mutex};
+    run_paused(async {
+        let mock = MockRuntime::builder().script("*", Behaviour::run_forever()).build();
+        let events: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let log = events.clone();
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(move |b| b.on_event(move |e| log.lock().unwrap().push((e.reason, e.message))))
+            .start();
+        node.set_pods(vec![pod(1, ("20m", "30m"), ("35Mi", "45Mi"))]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let id = mock.find_container("web", "c").unwrap().status.id;
+        let usage = actlet::cri::mock::MockUsage {
+            usage_bytes: 40 << 20,
+            working_set_bytes: 38 << 20,
+            ..Default::default()
+        };
+        assert!(mock.set_usage(&id, usage));
+        let creates = mock.calls_to("CreateContainer").len();
+
+        node.set_pods(vec![pod(2, ("20m", "30m"), ("30Mi", "30Mi"))]);
+        wait_until(
+            || resize_condition(&node).is_some_and(|(r, _)| r.as_deref() == Some("Error")),
+            // r is restarted first (its policy), within its grace period
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "no resize error: {} {:?} {:?}",
+                node.describe("default", "web"),
+                node.status("default", "web").map(|s| s.conditions),
+                memory_limit(&mock, "c")
+            )
+        });
+        let (_, message) = resize_condition(&node).unwrap();
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "cannot decrease memory limits: attempting to set container \"c\" memory limit (31457280) below current usage (41943040)"
+            ),
+            "container r restarts to resize (its policy) and is not checked"
+        );
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(memory_limit(&mock, "c"), Some(45 * MI), "the limit stays");
+        assert_eq!(status_memory_limit(&node, "c").as_deref(), Some("45Mi"));
+        let conds = node.status("default", "web").unwrap().conditions.unwrap_or_default();
+        assert!(!conds.iter().any(|c| c.type_ == "PodResizePending"), "{conds:?}");
+        let resize_errors: Vec<_> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(r, _)| r == "ResizeError")
+            .cloned()
+            .collect();
+        assert_eq!(
+            resize_errors.len(),
+            1,
+            "one event, not one per retry: {resize_errors:?}"
+        );
+        assert!(
+            resize_errors[0].1.starts_with("Pod resize error: {"),
+            "{resize_errors:?}"
+        );
+        assert!(resize_errors[0].1.contains("below current usage"), "{resize_errors:?}");
+        let c_restarts = mock
+            .calls_to("CreateContainer")
+            .iter()
+            .skip(creates)
+            .filter(|c| c.target.ends_with("/c"))
+            .count();
+        assert_eq!(c_restarts, 0, "c is neither resized nor restarted");
+
+        // A limit above the usage goes through; the error clears.
+        node.set_pods(vec![pod(3, ("20m", "30m"), ("42Mi", "42Mi"))]);
+        wait_until(
+            || memory_limit(&mock, "c") == Some(42 * MI) && resize_condition(&node).is_none(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("not resized: {}", node.describe("default", "web")));
+    });
+}

@@ -158,6 +158,7 @@ impl RuntimeManager {
         async move {
             let mut result = PodSyncResult::default();
             self.actuated.forget(&status.uid);
+            self.resize_errors.forget(&status.uid);
             // Native sidecars stop after everything else, last one first.
             let sidecars: Vec<&str> = pod
                 .and_then(|p| p.spec.as_ref())

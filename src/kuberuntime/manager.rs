@@ -46,6 +46,8 @@ pub struct RuntimeManager {
     wall_clock: crate::clock::WallClock,
     /// What actlet applied to running containers (in-place resize).
     pub(crate) actuated: super::resize_apply::Actuated,
+    /// The last in-place resize error of each pod.
+    pub(crate) resize_errors: super::resize_apply::ResizeErrors,
 }
 
 impl fmt::Debug for RuntimeManager {
@@ -82,6 +84,7 @@ impl RuntimeManager {
             events: EventRecorder::disabled(),
             wall_clock: crate::clock::WallClock::system(),
             actuated: Default::default(),
+            resize_errors: Default::default(),
         }
     }
 

@@ -9,6 +9,9 @@
 //! What is compared is what the cgroups enforce ([`ActualResources`]): cpu
 //! shares, CFS quota/period and the memory limit. A memory *request* change
 //! alone changes nothing in the cgroups and is done at once, as upstream.
+//! A memory limit is never lowered below what the container uses now
+//! ([`memory_decrease_error`]): the resize fails with upstream's message and
+//! the pod's `PodResizeInProgress` condition says so (reason `Error`).
 //! Every resize is accepted (allocated) when asked; upstream's
 //! `PodResizePending` (Deferred/Infeasible against node allocatable) is not
 //! implemented yet.
@@ -81,6 +84,62 @@ pub fn decide(container: &Container, desired: &LinuxContainerResources, actual: 
     Resize::Update(desired.clone())
 }
 
+/// One container whose memory limit a resize changes: its name, the new
+/// and the current limit (0: none), and what it uses now (`None`: unknown).
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryChange<'a> {
+    /// Container name.
+    pub name: &'a str,
+    /// The limit asked for (bytes; 0: none).
+    pub new_limit: i64,
+    /// The limit it runs with (bytes; 0: none).
+    pub current_limit: i64,
+    /// `usage_bytes` of its memory stats now.
+    pub usage: Option<u64>,
+}
+
+impl MemoryChange<'_> {
+    /// Whether the limit goes down (from none, or from a larger one).
+    pub fn decreases(&self) -> bool {
+        self.new_limit > 0 && (self.current_limit <= 0 || self.new_limit < self.current_limit)
+    }
+}
+
+/// Upstream's refusal to lower memory limits below current usage: `None`
+/// when every decrease fits, else `cannot decrease memory limits: …` naming
+/// each container (one error alone, several in brackets, as Go's aggregate
+/// error prints them).
+///
+/// ```
+/// use actlet::kuberuntime::resize::{MemoryChange, memory_decrease_error};
+/// let c = MemoryChange { name: "c1", new_limit: 10 << 10, current_limit: 30 << 20, usage: Some(1 << 20) };
+/// assert_eq!(
+///     memory_decrease_error(&[c]).as_deref(),
+///     Some("cannot decrease memory limits: attempting to set container \"c1\" memory limit (10240) below current usage (1048576)")
+/// );
+/// assert_eq!(memory_decrease_error(&[MemoryChange { new_limit: 2 << 20, ..c }]), None);
+/// ```
+pub fn memory_decrease_error(changes: &[MemoryChange<'_>]) -> Option<String> {
+    let errors: Vec<String> = changes
+        .iter()
+        .filter(|c| c.decreases())
+        .filter_map(|c| {
+            let usage = c.usage?;
+            (u64::try_from(c.new_limit).unwrap_or(0) < usage).then(|| {
+                format!(
+                    "attempting to set container {:?} memory limit ({}) below current usage ({usage})",
+                    c.name, c.new_limit
+                )
+            })
+        })
+        .collect();
+    match errors.as_slice() {
+        [] => None,
+        [one] => Some(format!("cannot decrease memory limits: {one}")),
+        many => Some(format!("cannot decrease memory limits: [{}]", many.join(", "))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +200,35 @@ mod tests {
         let restart_cpu = container(&[("cpu", "RestartContainer")]);
         assert!(matches!(decide(&restart_cpu, &more_cpu, &old), Resize::Restart(_)));
         assert!(matches!(decide(&restart_cpu, &more_memory, &old), Resize::Update(_)));
+    }
+
+    #[test]
+    fn memory_decreases_below_usage_are_refused_naming_every_container() {
+        let change = |name, new_limit, current_limit, usage| MemoryChange {
+            name,
+            new_limit,
+            current_limit,
+            usage,
+        };
+        let changes = [
+            change("a", 8 << 20, 16 << 20, Some(10 << 20)),
+            change("b", 4 << 20, 0, Some(5 << 20)),
+            change("grows", 64 << 20, 32 << 20, Some(40 << 20)),
+            change("unknown", 1 << 20, 16 << 20, None),
+            change("fits", 8 << 20, 16 << 20, Some(7 << 20)),
+        ];
+        assert_eq!(
+            memory_decrease_error(&changes).as_deref(),
+            Some(
+                "cannot decrease memory limits: [attempting to set container \"a\" memory limit (8388608) below current usage (10485760), \
+                 attempting to set container \"b\" memory limit (4194304) below current usage (5242880)]"
+            )
+        );
+        assert!(!changes[2].decreases(), "an increase is never checked");
+        assert!(
+            !change("x", 0, 16 << 20, Some(1 << 30)).decreases(),
+            "removing the limit is no decrease"
+        );
+        assert_eq!(memory_decrease_error(&changes[2..]), None);
     }
 }

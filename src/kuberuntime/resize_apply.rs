@@ -21,7 +21,7 @@ use super::RuntimeManager;
 use super::actions::{ContainerToKill, KillReason, PodActions};
 use super::pod_status::{ActualResources, ContainerState, RuntimePodStatus};
 use super::qos::container_resources;
-use super::resize::{Resize, decide, in_progress};
+use super::resize::{MemoryChange, Resize, decide, in_progress, memory_decrease_error};
 use crate::cri::v1::{LinuxContainerResources, UpdateContainerResourcesRequest};
 use crate::messages::PodUid;
 
@@ -66,6 +66,28 @@ impl Actuated {
     }
 }
 
+/// The last in-place resize error of each pod (upstream's
+/// `PodResizeInProgress` reason `Error`), kept until a resize of the pod
+/// succeeds or the pod is killed. Shared like [`Actuated`].
+#[derive(Clone, Debug, Default)]
+pub struct ResizeErrors(Arc<DashMap<PodUid, String>>);
+
+impl ResizeErrors {
+    /// The pod's last resize error.
+    pub fn get(&self, uid: &PodUid) -> Option<String> {
+        self.0.get(uid).map(|e| e.clone())
+    }
+
+    fn set(&self, uid: &PodUid, error: String) {
+        self.0.insert(uid.clone(), error);
+    }
+
+    /// Forgets pod `uid` (resized, or killed).
+    pub fn forget(&self, uid: &PodUid) {
+        self.0.remove(uid);
+    }
+}
+
 /// What a sync does to resize the pod's containers.
 #[derive(Clone, Debug, Default)]
 pub struct ResizePlan {
@@ -85,6 +107,8 @@ pub struct ContainerUpdate {
     pub name: String,
     /// The resources to apply.
     pub resources: LinuxContainerResources,
+    /// The memory limit it runs with now (bytes; 0: none).
+    pub current_memory_limit: i64,
 }
 
 fn uid_of(pod: &Pod) -> PodUid {
@@ -140,6 +164,7 @@ impl RuntimeManager {
                     id: cs.id.clone(),
                     name: container.name.clone(),
                     resources,
+                    current_memory_limit: actual.memory_limit,
                 }),
                 Resize::Restart(message) => {
                     tracing::info!(container = %container.name, %message, "container will be restarted to resize");
@@ -159,6 +184,70 @@ impl RuntimeManager {
             }
         }
         plan
+    }
+
+    /// Upstream's guard before lowering memory limits: `Err` with its
+    /// message when an update would set a container's limit below what it
+    /// uses now (CRI `ContainerStats`; a container whose stats cannot be read
+    /// is not checked).
+    pub async fn check_memory_decreases(&self, updates: &[ContainerUpdate]) -> Result<(), String> {
+        let mut changes = vec![];
+        for u in updates {
+            let change = MemoryChange {
+                name: &u.name,
+                new_limit: u.resources.memory_limit_in_bytes,
+                current_limit: u.current_memory_limit,
+                usage: None,
+            };
+            if !change.decreases() {
+                continue;
+            }
+            let req = crate::cri::v1::ContainerStatsRequest {
+                container_id: u.id.clone(),
+            };
+            let usage = match self.runtime.container_stats(req).await {
+                Ok(r) => r
+                    .stats
+                    .and_then(|s| s.memory)
+                    .and_then(|m| m.usage_bytes)
+                    .map(|v| v.value),
+                Err(e) => {
+                    tracing::warn!(container = %u.name, error = %e, "cannot read memory usage before lowering the limit");
+                    None
+                }
+            };
+            changes.push(MemoryChange { usage, ..change });
+        }
+        memory_decrease_error(&changes).map_or(Ok(()), Err)
+    }
+
+    /// Records the outcome of a sync's in-place updates of `pod`: an error
+    /// stays (for the pod's `PodResizeInProgress` condition and a
+    /// `ResizeError` event) until a later resize succeeds.
+    pub fn record_resize_outcome(&self, pod: &Pod, error: Option<String>) {
+        let uid = uid_of(pod);
+        match error {
+            Some(e) => {
+                // once per failing resize, not per retry (the usage in the
+                // message changes every time)
+                if self.resize_errors.get(&uid).is_none() {
+                    self.events.pod_event(
+                        pod,
+                        None,
+                        crate::messages::event::EventType::Warning,
+                        "ResizeError",
+                        resize_error_message(pod, &e),
+                    );
+                }
+                self.resize_errors.set(&uid, e);
+            }
+            None => self.resize_errors.forget(&uid),
+        }
+    }
+
+    /// The pod's last in-place resize error, while a resize is in progress.
+    pub fn resize_error(&self, pod: &Pod) -> Option<String> {
+        self.resize_errors.get(&uid_of(pod))
     }
 
     /// Applies one in-place update; `Err` with the runtime's message.
@@ -190,4 +279,18 @@ impl RuntimeManager {
                 .is_some_and(|actual| in_progress(&self.desired_resources(pod, container), &actual))
         })
     }
+}
+
+/// Upstream's `ResizeError` event message: `Pod resize error: ` and the
+/// desired resources, the generation and the error as JSON.
+fn resize_error_message(pod: &Pod, error: &str) -> String {
+    let containers: Vec<serde_json::Value> = resizable(pod)
+        .map(|(_, c)| serde_json::json!({"name": c.name, "resources": c.resources}))
+        .collect();
+    let summary = serde_json::json!({
+        "containers": containers,
+        "generation": pod.metadata.generation.unwrap_or_default(),
+        "error": error,
+    });
+    format!("Pod resize error: {summary}")
 }

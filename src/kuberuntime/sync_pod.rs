@@ -114,16 +114,33 @@ impl RuntimeManager {
         for name in &resizes.restarts {
             result.add(SyncResult::ok(SyncAction::ResizePodInPlace, name));
         }
-        for update in &resizes.updates {
-            match self.update_resources(pod, update).await {
-                Ok(()) => result.add(SyncResult::ok(SyncAction::ResizePodInPlace, &update.name)),
+        if !resizes.updates.is_empty() {
+            let mut failure = None;
+            match self.check_memory_decreases(&resizes.updates).await {
                 Err(message) => {
-                    let message = format!("failed to resize container {}: {message}", update.name);
-                    tracing::warn!(%message);
-                    let error = SyncError::new(SyncErrorReason::ResizeError, message);
-                    result.add(SyncResult::failed(SyncAction::ResizePodInPlace, &update.name, error));
+                    tracing::warn!(%message, "resize refused");
+                    for update in &resizes.updates {
+                        let error = SyncError::new(SyncErrorReason::ResizeError, message.clone());
+                        result.add(SyncResult::failed(SyncAction::ResizePodInPlace, &update.name, error));
+                    }
+                    failure = Some(message);
+                }
+                Ok(()) => {
+                    for update in &resizes.updates {
+                        match self.update_resources(pod, update).await {
+                            Ok(()) => result.add(SyncResult::ok(SyncAction::ResizePodInPlace, &update.name)),
+                            Err(message) => {
+                                let message = format!("failed to resize container {}: {message}", update.name);
+                                tracing::warn!(%message);
+                                let error = SyncError::new(SyncErrorReason::ResizeError, message.clone());
+                                result.add(SyncResult::failed(SyncAction::ResizePodInPlace, &update.name, error));
+                                failure.get_or_insert(message);
+                            }
+                        }
+                    }
                 }
             }
+            self.record_resize_outcome(pod, failure);
         }
 
         let mut pod_ips = status.ips.clone();

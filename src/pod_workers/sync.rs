@@ -140,6 +140,7 @@ pub fn publish_status(
             disruption: k.disruption,
         }),
         resize_in_progress: deps.runtime.resize_in_progress(pod, runtime),
+        resize_error: deps.runtime.resize_error(pod),
         ..StatusInput::new(pod, runtime, deps.wall_clock.now())
     };
     let status = generate_api_pod_status(&input);

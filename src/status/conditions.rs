@@ -170,9 +170,16 @@ pub fn ready_to_start_containers(sandbox_ready: bool) -> PodCondition {
 }
 
 /// `PodResizeInProgress`: a running container does not run with its
-/// spec's resources yet (present only while that is so, as upstream).
-pub fn resize_in_progress() -> PodCondition {
-    condition(super::reasons::POD_RESIZE_IN_PROGRESS, TRUE, None, None)
+/// spec's resources yet (present only while that is so, as upstream); with
+/// reason `Error` and the message when the last attempt failed.
+pub fn resize_in_progress(error: Option<&str>) -> PodCondition {
+    let reason = error.map(|_| super::reasons::ERROR);
+    condition(
+        super::reasons::POD_RESIZE_IN_PROGRESS,
+        TRUE,
+        reason,
+        error.map(str::to_owned),
+    )
 }
 
 /// `PodScheduled`: always `True` on the node (static pods too).

@@ -66,6 +66,8 @@ pub struct StatusInput<'a> {
     pub now: Timestamp,
     /// A running container does not run with its spec's resources yet.
     pub resize_in_progress: bool,
+    /// Why the last attempt to resize failed (with `resize_in_progress`).
+    pub resize_error: Option<String>,
 }
 
 impl<'a> StatusInput<'a> {
@@ -85,6 +87,7 @@ impl<'a> StatusInput<'a> {
             terminal_override: None,
             now,
             resize_in_progress: false,
+            resize_error: None,
         }
     }
 }
@@ -266,7 +269,7 @@ fn build_conditions(
     conds.push(conditions::containers_ready(spec, Some(&statuses), phase));
     conds.push(conditions::pod_scheduled());
     if input.resize_in_progress {
-        conds.push(conditions::resize_in_progress());
+        conds.push(conditions::resize_in_progress(input.resize_error.as_deref()));
     }
     // Upstream `CalculatePodConditionObservedGeneration` (GA 1.35): the
     // kubelet's own conditions carry the generation of the spec they saw.
