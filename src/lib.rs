@@ -36,6 +36,7 @@
 pub mod actors;
 #[doc(hidden)]
 pub mod admission;
+pub mod allocation;
 /// Client and serving certificates: TLS bootstrap, CSR, store, rotation.
 pub mod certificate;
 #[doc(hidden)]

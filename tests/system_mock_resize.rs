@@ -230,3 +230,136 @@ fn a_memory_limit_is_never_lowered_below_what_the_container_uses() {
         .unwrap_or_else(|_| panic!("not resized: {}", node.describe("default", "web")));
     });
 }
+
+fn cpu_pod(name: &str, generation: i64, cpu: &str) -> Pod {
+    PodBuilder::new(name)
+        .uid(format!("u-{name}"))
+        .container("c", "busybox:1.36", ["sleep", "3600"])
+        .modify(|p| {
+            p.metadata.generation = Some(generation);
+            let r = resources((cpu, cpu), ("32Mi", "32Mi"));
+            p.spec.as_mut().unwrap().containers[0].resources = Some(r);
+        })
+        .build()
+}
+
+fn pending(node: &TestNode, name: &str) -> Option<(String, String)> {
+    let conds = node.status("default", name)?.conditions?;
+    let c = conds.into_iter().find(|c| c.type_ == "PodResizePending")?;
+    Some((c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+}
+
+fn cpu_quota(mock: &MockRuntime, name: &str) -> Option<i64> {
+    let c = mock.find_container(name, "c")?;
+    Some(c.status.resources?.linux?.cpu_quota)
+}
+
+/// Upstream's allocation check (`handlePodResourcesResize`): more than the
+/// node has is `Infeasible`, more than is free now `Deferred`; the pod
+/// keeps its allocated resources (runtime and `allocatedResources`), says
+/// `PodResizePending` with upstream's message and a Warning event, and a
+/// deferred resize is allocated and applied once the other pod is gone.
+#[test]
+fn resizes_the_node_cannot_allocate_are_infeasible_or_deferred_until_room_is_made() {
+    use std::sync::{Arc, Mutex};
+    run_paused(async {
+        let mock = MockRuntime::builder().script("*", Behaviour::run_forever()).build();
+        let events: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let log = events.clone();
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(move |b| b.on_event(move |e| log.lock().unwrap().push((e.reason, e.message))))
+            .start();
+        let cpus = actlet::kubelet::NodeFacts::detect().cpus;
+        let big = format!("{}m", cpus * 1000 - 600);
+        node.set_pods(vec![cpu_pod("a", 1, "500m"), cpu_pod("b", 1, &big)]);
+        for name in ["a", "b"] {
+            node.wait_for_phase("default", name, "Running", Duration::from_secs(60))
+                .await
+                .unwrap();
+        }
+        assert_eq!(cpu_quota(&mock, "a"), Some(50_000));
+
+        // More CPU than the node has.
+        node.set_pods(vec![cpu_pod("a", 2, "1000"), cpu_pod("b", 1, &big)]);
+        wait_until(|| pending(&node, "a").is_some(), Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|_| panic!("not pending: {}", node.describe("default", "a")));
+        assert_eq!(
+            pending(&node, "a"),
+            Some((
+                "Infeasible".to_string(),
+                format!(
+                    "Node didn't have enough capacity: cpu, requested: 1000000, capacity: {}",
+                    cpus * 1000
+                )
+            ))
+        );
+        let allocated = |node: &TestNode| {
+            let s = node.status("default", "a")?.container_statuses?;
+            Some(s[0].allocated_resources.as_ref()?.get("cpu")?.0.clone())
+        };
+        assert_eq!(
+            allocated(&node).as_deref(),
+            Some("500m"),
+            "allocatedResources as allocated"
+        );
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(cpu_quota(&mock, "a"), Some(50_000), "not applied");
+        assert!(
+            !node
+                .status("default", "a")
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "PodResizeInProgress"),
+            "nothing in progress while pending"
+        );
+
+        // Fits the node, not beside b.
+        node.set_pods(vec![cpu_pod("a", 3, "700m"), cpu_pod("b", 1, &big)]);
+        wait_until(
+            || pending(&node, "a").is_some_and(|(r, _)| r == "Deferred"),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("not deferred: {:?}", pending(&node, "a")));
+        let (_, message) = pending(&node, "a").unwrap();
+        assert_eq!(
+            message,
+            format!(
+                "Node didn't have enough resource: cpu, requested: 700, used: {}, capacity: {}",
+                cpus * 1000 - 600,
+                cpus * 1000
+            )
+        );
+        let reasons: Vec<String> = events.lock().unwrap().iter().map(|(r, _)| r.clone()).collect();
+        assert!(reasons.iter().any(|r| r == "ResizeInfeasible"), "{reasons:?}");
+        assert!(reasons.iter().any(|r| r == "ResizeDeferred"), "{reasons:?}");
+
+        // b goes: the deferred resize is allocated and applied.
+        node.set_pods(vec![cpu_pod("a", 3, "700m")]);
+        wait_until(
+            || cpu_quota(&mock, "a") == Some(70_000) && pending(&node, "a").is_none(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("not resized: {:?} {:?}", pending(&node, "a"), cpu_quota(&mock, "a")));
+        wait_until(|| allocated(&node).as_deref() == Some("700m"), Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert!(
+            events
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(r, m)| r == "ResizeStarted" && m.starts_with("Pod resize started: {"))
+        );
+        let creates = mock
+            .calls_to("CreateContainer")
+            .iter()
+            .filter(|c| c.target.contains("/c"))
+            .count();
+        assert_eq!(creates, 2, "a and b created once each; a resized in place");
+    });
+}

@@ -308,6 +308,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let eviction = crate::eviction::EvictionHandle::default();
     // Whether the node is shutting down: likewise.
     let shutdown = crate::nodeshutdown::ShutdownHandle::default();
+    // Pending in-place resizes: written by the sync loop, read by the pod workers.
+    let allocations = crate::allocation::Allocations::default();
     let deps = WorkerDeps {
         runtime: manager,
         cache: cache.clone(),
@@ -320,6 +322,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         probes: probe_store.clone(),
         volumes: volumes.handle.clone(),
         cgroups: cm.handle.clone(),
+        allocations: allocations.clone(),
         metrics: Some(metrics.pods().clone()),
     };
     let me_cell: Arc<OnceLock<SupervisedRecipient<SyncFinished>>> = Arc::default();
@@ -362,6 +365,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let (ev_admit, sd_admit) = (eviction.clone(), shutdown.clone());
     let node_handle = NodeHandle::default();
     let node_admit = node_handle.clone();
+    let alloc_admit = allocations.clone();
     let sync_loop = ChildSpec::new("sync-loop", move || {
         SyncLoop::new(sync_cfg.clone(), p.clone(), c.clone(), w.clone(), h.clone(), hb.clone())
             .with_admission(allocatable.clone(), st.clone())
@@ -369,6 +373,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             .with_shutdown(sd_admit.clone())
             .with_sysctls(sysctls.clone())
             .with_node_object(node_admit.clone())
+            .with_allocations(alloc_admit.clone())
             .with_events(ev.clone())
             .with_state(sync_state.clone(), pss.clone())
             .with_status_forgetting(forget.clone())

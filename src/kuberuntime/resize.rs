@@ -12,9 +12,9 @@
 //! A memory limit is never lowered below what the container uses now
 //! ([`memory_decrease_error`]): the resize fails with upstream's message and
 //! the pod's `PodResizeInProgress` condition says so (reason `Error`).
-//! Every resize is accepted (allocated) when asked; upstream's
-//! `PodResizePending` (Deferred/Infeasible against node allocatable) is not
-//! implemented yet.
+//! Whether a resize is allocated at all (`PodResizePending`,
+//! Deferred/Infeasible against node allocatable) is decided before, by the
+//! sync loop ([`crate::allocation`]): this module sees the allocated spec.
 
 use k8s_openapi::api::core::v1::Container;
 

@@ -236,7 +236,7 @@ impl RuntimeManager {
                         None,
                         crate::messages::event::EventType::Warning,
                         "ResizeError",
-                        resize_error_message(pod, &e),
+                        crate::allocation::resize_event_message("Pod resize error", pod, Some(&e)),
                     );
                 }
                 self.resize_errors.set(&uid, e);
@@ -279,18 +279,4 @@ impl RuntimeManager {
                 .is_some_and(|actual| in_progress(&self.desired_resources(pod, container), &actual))
         })
     }
-}
-
-/// Upstream's `ResizeError` event message: `Pod resize error: ` and the
-/// desired resources, the generation and the error as JSON.
-fn resize_error_message(pod: &Pod, error: &str) -> String {
-    let containers: Vec<serde_json::Value> = resizable(pod)
-        .map(|(_, c)| serde_json::json!({"name": c.name, "resources": c.resources}))
-        .collect();
-    let summary = serde_json::json!({
-        "containers": containers,
-        "generation": pod.metadata.generation.unwrap_or_default(),
-        "error": error,
-    });
-    format!("Pod resize error: {summary}")
 }

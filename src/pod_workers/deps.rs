@@ -35,6 +35,9 @@ pub struct WorkerDeps {
     pub volumes: crate::volumes::VolumeHandle,
     /// The container manager (creates a pod's cgroup before its sandbox).
     pub cgroups: crate::cm::ContainerManager,
+    /// Pods with a pending in-place resize: they run with their allocated
+    /// resources, and their status says `PodResizePending`.
+    pub allocations: crate::allocation::Allocations,
     /// `kubelet_pod_worker_duration_seconds` (none: not measured).
     pub metrics: Option<Arc<crate::server::pod_metrics::PodMetrics>>,
 }

@@ -141,6 +141,7 @@ pub fn publish_status(
         }),
         resize_in_progress: deps.runtime.resize_in_progress(pod, runtime),
         resize_error: deps.runtime.resize_error(pod),
+        resize_pending: deps.allocations.pending(&uid).map(|p| (p.reason, p.message)),
         ..StatusInput::new(pod, runtime, deps.wall_clock.now())
     };
     let status = generate_api_pod_status(&input);
@@ -179,6 +180,8 @@ pub async fn sync_pod(
     waiting: &Waiting,
     cancel: tokio_util::sync::CancellationToken,
 ) -> StepOutcome {
+    // A resize the node has not allocated: run with what it has.
+    let pod = &deps.allocations.apply(pod);
     let started_at = Instant::now();
     let mut out = StepOutcome {
         started_at,

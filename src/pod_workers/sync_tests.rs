@@ -24,6 +24,7 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
         probes: Default::default(),
         volumes: crate::volumes::VolumeHandle::disabled(),
         cgroups: crate::cm::ContainerManager::disabled(),
+        allocations: Default::default(),
         metrics: None,
     }
 }

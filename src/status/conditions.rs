@@ -182,6 +182,17 @@ pub fn resize_in_progress(error: Option<&str>) -> PodCondition {
     )
 }
 
+/// `PodResizePending`: a resize the node has not allocated (reason
+/// `Infeasible` or `Deferred`).
+pub fn resize_pending(reason: &str, message: &str) -> PodCondition {
+    condition(
+        super::reasons::POD_RESIZE_PENDING,
+        TRUE,
+        Some(reason),
+        Some(message.to_owned()),
+    )
+}
+
 /// `PodScheduled`: always `True` on the node (static pods too).
 pub fn pod_scheduled() -> PodCondition {
     condition(POD_SCHEDULED, TRUE, None, None)

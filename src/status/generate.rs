@@ -68,6 +68,8 @@ pub struct StatusInput<'a> {
     pub resize_in_progress: bool,
     /// Why the last attempt to resize failed (with `resize_in_progress`).
     pub resize_error: Option<String>,
+    /// A resize the node has not allocated: `Infeasible`/`Deferred` and why.
+    pub resize_pending: Option<(String, String)>,
 }
 
 impl<'a> StatusInput<'a> {
@@ -88,6 +90,7 @@ impl<'a> StatusInput<'a> {
             now,
             resize_in_progress: false,
             resize_error: None,
+            resize_pending: None,
         }
     }
 }
@@ -270,6 +273,9 @@ fn build_conditions(
     conds.push(conditions::pod_scheduled());
     if input.resize_in_progress {
         conds.push(conditions::resize_in_progress(input.resize_error.as_deref()));
+    }
+    if let Some((reason, message)) = &input.resize_pending {
+        conds.push(conditions::resize_pending(reason, message));
     }
     // Upstream `CalculatePodConditionObservedGeneration` (GA 1.35): the
     // kubelet's own conditions carry the generation of the spec they saw.

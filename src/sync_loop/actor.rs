@@ -121,6 +121,7 @@ pub struct SyncLoop {
     gate: HealthGate,
     queue: crate::pod_workers::work_queue::WorkQueue,
     deferred: HashMap<PodUid, SyncKind>,
+    allocations: crate::allocation::Allocations,
 }
 
 impl SyncLoop {
@@ -153,6 +154,7 @@ impl SyncLoop {
             gate: HealthGate::new(),
             queue: Default::default(),
             deferred: HashMap::new(),
+            allocations: Default::default(),
         }
     }
 
@@ -198,6 +200,13 @@ impl SyncLoop {
     /// shutdown admit handler, checked last).
     pub fn with_shutdown(mut self, shutdown: crate::nodeshutdown::ShutdownHandle) -> Self {
         self.shutdown = Some(shutdown);
+        self
+    }
+
+    /// Pending in-place resizes go to `allocations` (shared with the pod
+    /// workers, outliving this instance).
+    pub fn with_allocations(mut self, allocations: crate::allocation::Allocations) -> Self {
+        self.allocations = allocations;
         self
     }
 
@@ -358,6 +367,7 @@ impl SyncLoop {
         // ask that can fail, no window in which a kill is not yet visible.
         let states = self.statuses.states();
         self.cleanup(states);
+        self.retry_pending_resizes();
     }
 
     fn cleanup(&mut self, states: HashMap<PodUid, WorkerState>) {
@@ -458,6 +468,7 @@ impl Handler<PodUpdate> for SyncLoop {
     fn handle(&mut self, msg: PodUpdate, _ctx: &mut Self::Context) {
         let p = plan(&msg);
         tracing::debug!(op = ?msg.op, source = msg.source.as_str(), pods = msg.pods.len(), "pod update");
+        let mut removed = false;
         for d in p.desired {
             match d {
                 Desired::Upsert(pod) => self.pods.upsert(pod, msg.source.clone()),
@@ -465,10 +476,18 @@ impl Handler<PodUpdate> for SyncLoop {
                     self.pods.remove(&uid);
                     self.forget_admitted(&uid);
                     self.deferred.remove(&uid);
+                    self.allocations.clear(&uid);
+                    removed = true;
                 }
             }
         }
+        if removed {
+            self.retry_pending_resizes();
+        }
         for mut w in p.work {
+            if w.work == PodWork::Sync(SyncKind::Update) {
+                self.resize(&w.pod);
+            }
             if w.work == PodWork::Sync(SyncKind::Create)
                 && let Err(r) = self.admit(&w.pod)
             {
@@ -550,3 +569,6 @@ impl Handler<ProbeResult> for SyncLoop {
         }
     }
 }
+
+#[path = "resize.rs"]
+mod resize;
