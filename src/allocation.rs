@@ -14,11 +14,14 @@
 //!   resources ([`with_allocation`]). It lives outside the actors (the sync
 //!   loop and the pod workers share it), so a restart of either keeps it.
 //!
-//! Not yet: the allocation is not checkpointed to disk (upstream's
-//! `allocated_pods_state`); after actlet restarts, a pod is admitted again
-//! with the resources its spec asks.
+//! Pending resizes are checkpointed to `<root-dir>/allocated_pods_state`
+//! (upstream's file name; JSON) on every change and read back at start, so a
+//! pod whose resize was never allocated is admitted again after actlet
+//! restarts with what it was allocated, not with what its spec asks (which
+//! might not fit, and would reject a running pod).
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -31,8 +34,11 @@ pub const INFEASIBLE: &str = "Infeasible";
 /// Upstream `PodReasonDeferred`.
 pub const DEFERRED: &str = "Deferred";
 
+/// Upstream's checkpoint file name, under the root directory.
+pub const CHECKPOINT: &str = "allocated_pods_state";
+
 /// A resize the node has not allocated.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PendingResize {
     /// The pod as allocated (its resources are what it runs with).
     pub allocated: Arc<Pod>,
@@ -45,11 +51,66 @@ pub struct PendingResize {
 /// Pods with a pending resize, shared by the sync loop (writes) and the pod
 /// workers (read). Cheap to clone.
 #[derive(Clone, Debug, Default)]
-pub struct Allocations(Arc<Mutex<HashMap<PodUid, PendingResize>>>);
+pub struct Allocations {
+    map: Arc<Mutex<HashMap<PodUid, PendingResize>>>,
+    /// Where the map is checkpointed (`None`: memory only), and the lock
+    /// that orders the writes.
+    checkpoint: Option<(Arc<PathBuf>, Arc<Mutex<()>>)>,
+}
 
 impl Allocations {
+    /// Allocations checkpointed to `path`, starting from what it holds (an
+    /// unreadable or corrupt file is logged and set aside: nothing pending).
+    pub fn load(path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        let map = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<HashMap<PodUid, PendingResize>>(&bytes).unwrap_or_else(|e| {
+                tracing::warn!(path = %path.display(), error = %e, "corrupt allocation checkpoint; starting without pending resizes");
+                HashMap::new()
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot read the allocation checkpoint");
+                HashMap::new()
+            }
+        };
+        if !map.is_empty() {
+            tracing::info!(pods = map.len(), "pending resizes restored from the checkpoint");
+        }
+        Self {
+            map: Arc::new(Mutex::new(map)),
+            checkpoint: Some((Arc::new(path), Arc::default())),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<PodUid, PendingResize>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the current map (off the caller's thread when in a runtime;
+    /// each write takes the map as it is then, so the last one wins).
+    fn save(&self) {
+        let Some((path, order)) = self.checkpoint.clone() else {
+            return;
+        };
+        let map = self.map.clone();
+        let write = move || {
+            let _ordered = order.lock().unwrap_or_else(|e| e.into_inner());
+            let json = {
+                let m = map.lock().unwrap_or_else(|e| e.into_inner());
+                serde_json::to_vec(&*m)
+            };
+            if let Err(e) = json
+                .map_err(std::io::Error::other)
+                .and_then(|j| write_atomically(&path, &j))
+            {
+                tracing::warn!(path = %path.display(), error = %e, "cannot write the allocation checkpoint");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => drop(h.spawn_blocking(write)),
+            Err(_) => write(),
+        }
     }
 
     /// The pending resize of `uid`.
@@ -69,13 +130,21 @@ impl Allocations {
             .get(&uid)
             .is_none_or(|p| p.reason != pending.reason || p.message != pending.message);
         map.insert(uid, pending);
+        drop(map);
+        if changed {
+            self.save();
+        }
         changed
     }
 
     /// Forgets `uid`'s pending resize (allocated, or the pod is gone);
     /// whether there was one.
     pub fn clear(&self, uid: &PodUid) -> bool {
-        self.lock().remove(uid).is_some()
+        let had = self.lock().remove(uid).is_some();
+        if had {
+            self.save();
+        }
+        had
     }
 
     /// `pod` as a pod worker runs it: with the allocated resources while a
@@ -87,6 +156,13 @@ impl Allocations {
             None => pod.clone(),
         }
     }
+}
+
+/// `bytes` to `path` through a temporary file and a rename.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
 }
 
 fn containers(pod: &Pod) -> impl Iterator<Item = &Container> {
@@ -256,6 +332,36 @@ mod tests {
         assert_eq!(a.pending_uids(), vec![PodUid::new("a")]);
         assert!(a.clear(&PodUid::new("a")));
         assert!(Arc::ptr_eq(&a.apply(&desired), &desired));
+    }
+
+    #[test]
+    fn pending_resizes_survive_a_restart_through_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CHECKPOINT);
+        let a = Allocations::load(&path);
+        assert!(a.pending_uids().is_empty(), "no file: nothing pending");
+        let pending = PendingResize {
+            allocated: pod("a", "100m", "64Mi"),
+            reason: DEFERRED.into(),
+            message: "m".into(),
+        };
+        a.set(PodUid::new("a"), pending.clone());
+        a.set(
+            PodUid::new("b"),
+            PendingResize {
+                allocated: pod("b", "1", "1Gi"),
+                ..pending.clone()
+            },
+        );
+        a.clear(&PodUid::new("b"));
+        let again = Allocations::load(&path);
+        assert_eq!(again.pending_uids(), vec![PodUid::new("a")]);
+        assert_eq!(again.pending(&PodUid::new("a")), Some(pending));
+        std::fs::write(&path, b"{not json").unwrap();
+        assert!(
+            Allocations::load(&path).pending_uids().is_empty(),
+            "a corrupt file is not fatal"
+        );
     }
 
     #[test]

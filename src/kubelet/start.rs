@@ -309,7 +309,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     // Whether the node is shutting down: likewise.
     let shutdown = crate::nodeshutdown::ShutdownHandle::default();
     // Pending in-place resizes: written by the sync loop, read by the pod workers.
-    let allocations = crate::allocation::Allocations::default();
+    let allocations = crate::allocation::Allocations::load(config.root_dir.join(crate::allocation::CHECKPOINT));
     let deps = WorkerDeps {
         runtime: manager,
         cache: cache.clone(),

@@ -244,6 +244,10 @@ impl SyncLoop {
     /// that reached a terminal phase.
     fn admit(&mut self, pod: &Arc<Pod>) -> Result<(), Rejection> {
         self.follow_node_object();
+        // A pod whose resize was never allocated (restored from the
+        // checkpoint) is admitted with what it was allocated; housekeeping
+        // retries the resize.
+        let pod = &self.allocations.apply(pod);
         let Some((node, statuses)) = &self.admission else {
             return Ok(());
         };
