@@ -264,10 +264,11 @@ impl Drop for CriCleanup {
     }
 }
 
-/// `kubectl exec` (with and without stdin) and `kubectl logs -f` through
-/// kube-apiserver to actlet on a real containerd: the API server speaks
-/// SPDY to actlet (translating kube-rs's WebSocket), actlet splices it to
-/// containerd's streaming server.
+/// `kubectl exec` (with and without stdin), `kubectl port-forward` and
+/// `kubectl logs -f` through kube-apiserver to actlet on a real containerd:
+/// the API server speaks SPDY to actlet (translating kube-rs's WebSocket)
+/// or passes the WebSocket through, actlet splices it to containerd's
+/// streaming server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_exec_and_logs_follow_on_containerd() {
     use futures::{AsyncBufReadExt, StreamExt};
@@ -382,6 +383,43 @@ async fn kubectl_exec_and_logs_follow_on_containerd() {
     assert_eq!(buf, b"via stdin\n");
     drop(stdin);
     proc.abort();
+
+    // kubectl port-forward: busybox httpd in the pod, reached through the
+    // API server's node proxy and actlet's /portForward
+    let mut httpd = pods
+        .exec(
+            &name,
+            [
+                "sh",
+                "-c",
+                "echo -n forwarded > /tmp/index.html && httpd -p 8080 -h /tmp && echo up",
+            ],
+            &AttachParams::default().stderr(false),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("exec httpd: {e}; actlet log:\n{}", log_tail(&log)));
+    let mut up = String::new();
+    httpd.stdout().unwrap().read_to_string(&mut up).await.unwrap();
+    assert_eq!(up, "up\n");
+    let mut forward = pods
+        .portforward(&name, &[8080])
+        .await
+        .unwrap_or_else(|e| panic!("port-forward: {e}; actlet log:\n{}", log_tail(&log)));
+    let mut conn = forward.take_stream(8080).expect("a stream for port 8080");
+    conn.write_all(b"GET /index.html HTTP/1.0\r\n\r\n").await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), conn.read_to_end(&mut response))
+        .await
+        .expect("no response through the port-forward")
+        .unwrap();
+    let response = String::from_utf8_lossy(&response);
+    assert!(
+        response.starts_with("HTTP/1.") && response.contains(" 200 "),
+        "{response}"
+    );
+    assert!(response.ends_with("forwarded"), "{response}");
+    drop(conn);
+    forward.abort();
 
     // kubectl logs -f: lines keep coming
     let stream = pods
