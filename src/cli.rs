@@ -250,6 +250,12 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "SUITE,...", value_delimiter = ',')]
     pub tls_cipher_suites: Vec<String>,
 
+    /// Renew the client certificate (in --cert-dir, where --bootstrap-kubeconfig put it)
+    /// with a CSR before it expires, and reconnect with the new one (rotateCertificates).
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub rotate_certificates: bool,
+
     /// Request the kubelet API's serving certificate from the cluster (CSR signer
     /// kubernetes.io/kubelet-serving) and rotate it before it expires (serverTLSBootstrap);
     /// replaces --tls-cert-file and the self-signed certificate. Needs a kubeconfig.

@@ -142,6 +142,7 @@ fn run(resolved: Resolved) -> ExitCode {
                 Err(e) => return fatal(format!("TLS bootstrap with --bootstrap-kubeconfig {}: {e}", bootstrap.display())),
             }
         }
+        let mut client_rotation = None;
         let api_client = match &flags.kubeconfig {
             Some(path) => {
                 let qps = Qps {
@@ -155,9 +156,22 @@ fn run(resolved: Resolved) -> ExitCode {
                     heartbeat_client_from_kubeconfig(path, heartbeat_timeout)
                 );
                 match clients {
-                    Ok(c) => {
+                    Ok((bulk, heartbeat)) => {
                         tracing::info!(kubeconfig = %path.display(), node = %config.node_name, "cluster mode");
-                        Some(c)
+                        if !flags.rotate_certificates {
+                            Some((bulk, heartbeat))
+                        } else {
+                            let target = actlet::certificate::client_manager::RotationTarget {
+                                node_name: config.node_name.clone(),
+                                cert_dir: flags.cert_dir.clone().unwrap_or_else(|| flags.root_dir.join("pki")),
+                                kubeconfig: path.clone(),
+                                qps,
+                                heartbeat_timeout,
+                            };
+                            let (bulk, heartbeat, rotation) = target.wrap(bulk, heartbeat);
+                            client_rotation = rotation;
+                            Some((bulk, heartbeat))
+                        }
                     }
                     Err(e) => return fatal(format!("--kubeconfig: {e}")),
                 }
@@ -181,6 +195,7 @@ fn run(resolved: Resolved) -> ExitCode {
         let ext = Extensions {
             api_client,
             heartbeat_client,
+            client_rotation,
             ..Extensions::default()
         };
         let kubelet = match start_with(config, Arc::new(client), ext) {

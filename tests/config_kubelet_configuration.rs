@@ -219,8 +219,9 @@ fn kubeadm_config_is_accepted_with_one_warning_per_unhonoured_setting() {
         "unix:///run/containerd/containerd.sock"
     );
     let named: BTreeSet<&str> = r.warnings.iter().map(|w| w.split(':').next().unwrap()).collect();
-    let expected: BTreeSet<&str> = ["resolvConf", "rotateCertificates"].into();
+    let expected: BTreeSet<&str> = ["resolvConf"].into();
     assert_eq!(r.flags.cgroup_driver, "systemd", "cgroupDriver is honoured");
+    assert!(r.flags.rotate_certificates, "rotateCertificates is honoured");
     // honoured: the API server's auth and the cluster DNS
     assert!(!r.flags.anonymous_auth && r.flags.authentication_token_webhook);
     assert_eq!(r.flags.authorization_mode, "Webhook");
@@ -256,9 +257,13 @@ fn go_kubelet_reference_config_is_accepted_and_honoured() {
         ),
         (50 << 20, 5)
     );
-    for field in ["volumePluginDir", "rotateCertificates"] {
-        assert!(named.contains(field), "{field} warned: {:#?}", r.warnings);
-    }
+    assert!(
+        named.contains("volumePluginDir"),
+        "volumePluginDir warned: {:#?}",
+        r.warnings
+    );
+    assert!(!named.contains("rotateCertificates"), "rotateCertificates is honoured");
+    assert!(r.flags.rotate_certificates);
     assert!(!config.eviction.thresholds.is_empty(), "evictionHard honoured");
     for honoured_or_default in [
         "authentication",

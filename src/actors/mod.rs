@@ -50,7 +50,7 @@
 //! | `pod-<uid>` | `src/pod_workers/worker.rs` | nothing: resumes from `PodManager` + `PodCache` | `UpdatePod` |
 //! | `pod-workers-manager` | `src/pod_workers/manager.rs` | `PodSyncStatuses` | `UpdatePod`, `SyncFinished`, `ForgetWorkers` |
 //! | `pleg` | `src/pleg/actor.rs` | `PodCache` | (relist timer) |
-//! | `sync-loop` | `src/sync_loop/actor.rs` | `SyncLoopState` (sources ready, admission) | `PodUpdate`, `SourcesReady`, `PlegEvents`, `SyncFinished`, `ProbeResult` |
+//! | `sync-loop` | `src/sync_loop/actor.rs` | `SyncLoopState` (sources ready, admission), `Allocations` (pending resizes, with the pod workers) | `PodUpdate`, `SourcesReady`, `PlegEvents`, `SyncFinished`, `ProbeResult` |
 //! | `probe-<pod>-<container>-<kind>` | `src/prober/worker.rs` | the probe store (`ProbeStore`) | (period timer) |
 //! | `prober` | `src/prober/manager.rs` | `ProbeStore` | PLEG events |
 //! | `pod-config` | `src/config/pod_config.rs` | `PodConfigState` (the merge) | `SourceSnapshot`, `GetManifestErrors` |
@@ -70,9 +70,11 @@
 //! | `healthz`, `read-only` | `src/server/actor.rs` | bound addresses | HTTP |
 //! | `kubelet-api` | `src/kubelet/api_server.rs` | nothing (serves shared views) | HTTPS on 10250 |
 //! | `serving-cert-manager` | `src/certificate/serving_manager.rs` | `ServingCert` (the served pair) and `<cert-dir>/kubelet-server-current.pem` | (renewal timer) |
+//! | `client-cert-manager` | `src/certificate/client_manager.rs` | `<cert-dir>/kubelet-client-current.pem` and the clients' `ClientSlot`s | (renewal timer) |
 //!
 //! Non-critical children (`healthz`, `read-only`, `kubelet-api`, `events`,
-//! `container-log-manager`, `serving-cert-manager`, `runtime-classes`) never take the
+//! `container-log-manager`, `serving-cert-manager`, `client-cert-manager`,
+//! `runtime-classes`) never take the
 //! node agent down: see [`supervisor::Criticality`].
 
 pub mod supervisor;

@@ -84,25 +84,10 @@ fn pair_valid(pair: &CertPair, now: i64) -> bool {
 /// current user's client certificate (if any) is valid now. Token or other
 /// credentials count as valid.
 pub fn kubeconfig_valid(path: &Path, now: i64) -> bool {
-    let Ok(kc) = Kubeconfig::read_from(path) else {
+    let Some(auth) = current_auth(path) else {
         return false;
     };
     let base = path.parent().unwrap_or(Path::new("."));
-    let ctx_name = kc.current_context.clone().unwrap_or_default();
-    let user = kc
-        .contexts
-        .iter()
-        .find(|c| c.name == ctx_name)
-        .and_then(|c| c.context.as_ref())
-        .and_then(|c| c.user.clone());
-    let Some(auth) = kc
-        .auth_infos
-        .iter()
-        .find(|a| Some(&a.name) == user.as_ref())
-        .and_then(|a| a.auth_info.as_ref())
-    else {
-        return false;
-    };
     let cert = if let Some(data) = &auth.client_certificate_data {
         STANDARD.decode(data).ok().and_then(|b| String::from_utf8(b).ok())
     } else if let Some(file) = &auth.client_certificate {
@@ -117,6 +102,34 @@ pub fn kubeconfig_valid(path: &Path, now: i64) -> bool {
         (None, None) => false,
     };
     key_ok && leaf_validity(&cert).is_ok_and(|v| v.not_before <= now && now < v.not_after)
+}
+
+/// The credentials of the kubeconfig's current context.
+fn current_auth(path: &Path) -> Option<kube::config::AuthInfo> {
+    let kc = Kubeconfig::read_from(path).ok()?;
+    let ctx_name = kc.current_context.clone().unwrap_or_default();
+    let user = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == ctx_name)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone());
+    kc.auth_infos
+        .into_iter()
+        .find(|a| Some(&a.name) == user.as_ref())
+        .and_then(|a| a.auth_info)
+}
+
+/// Whether the kubeconfig's current user reads its client certificate and
+/// key from the file `cert` (what TLS bootstrap writes; a rotated pair is
+/// then picked up by rebuilding the client from the kubeconfig).
+pub fn kubeconfig_uses_cert_file(path: &Path, cert: &Path) -> bool {
+    let Some(auth) = current_auth(path) else {
+        return false;
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let is = |f: &Option<String>| f.as_ref().is_some_and(|f| base.join(f) == cert);
+    auth.client_certificate_data.is_none() && is(&auth.client_certificate) && is(&auth.client_key)
 }
 
 /// Writes the kubelet's kubeconfig: the bootstrap kubeconfig's cluster (its

@@ -6,9 +6,12 @@
 //! to renew ([`rotation`](crate::certificate::rotation)), and the 10250
 //! server's certificate from the cluster, rotated while serving
 //! ([`serving`](crate::certificate::serving),
-//! [`serving_manager`](crate::certificate::serving_manager)).
+//! [`serving_manager`](crate::certificate::serving_manager)), and the client
+//! certificate renewed while the API clients move onto it
+//! ([`client_manager`](crate::certificate::client_manager)).
 
 pub mod bootstrap;
+pub mod client_manager;
 pub mod csr;
 pub mod request;
 pub mod rotation;

@@ -18,6 +18,7 @@ pub mod client;
 pub mod client_metrics;
 pub mod mirror_index;
 pub mod rate_limit;
+pub mod rotating_client;
 pub mod watch_backoff;
 
 // The actors' internals: public for actlet's own wiring and tests, not part

@@ -426,6 +426,23 @@ impl ActletBuilder {
         self
     }
 
+    /// Cluster mode: the client for heartbeats (Lease and node status), e.g.
+    /// from [`heartbeat_client_from_kubeconfig`](crate::cluster::heartbeat_client_from_kubeconfig)
+    /// (no rate limit, short timeouts); without it the API client is used.
+    pub fn heartbeat_client(mut self, client: kube::Client) -> Self {
+        self.ext.heartbeat_client = Some(client);
+        self
+    }
+
+    /// Renews the client certificate before it expires and moves the clients
+    /// onto it (`rotateCertificates`): `rotation` comes from
+    /// [`RotationTarget::wrap`](crate::certificate::client_manager::RotationTarget::wrap),
+    /// whose wrapped bulk client is the one given to [`api_client`](Self::api_client).
+    pub fn client_rotation(mut self, rotation: crate::certificate::client_manager::ClientRotation) -> Self {
+        self.ext.client_rotation = Some(rotation);
+        self
+    }
+
     /// Resolves `spec.runtimeClassName` through `classes` (name → CRI
     /// handler) instead of the cluster's RuntimeClasses (cluster mode) or
     /// none (standalone: every named class is unknown).

@@ -5,7 +5,7 @@
 //! (node pressure conditions, grace periods), then
 //!
 //! - with `localStorageCapacityIsolation`, evicts every pod over its local
-//!   storage limits ([`local_storage`](super::local_storage)), without a
+//!   storage limits ([`local_storage`]), without a
 //!   `DisruptionTarget` condition, as upstream; if any was, the round ends;
 //! - when a threshold is to be acted on, records `EvictionThresholdMet` on
 //!   the node and evicts one pod: the first non-critical pod of the ranking,

@@ -196,3 +196,19 @@ pub(super) fn local_node_conditions(config: &KubeletConfig, node: NodeInputs) ->
     })
     .into()
 }
+
+/// The `client-cert-manager` child (`rotateCertificates`): renews the client
+/// certificate and swaps the clients `rotation` names; asks through `client`.
+/// Not critical: a failing renewal is retried, pods are not affected.
+pub(super) fn client_cert_manager(
+    rotation: crate::certificate::client_manager::ClientRotation,
+    client: Client,
+) -> AnyChildSpec {
+    use crate::certificate::client_manager::ClientCertManager;
+    ChildSpec::new("client-cert-manager", move || {
+        ClientCertManager::new(rotation.clone(), client.clone())
+    })
+    .criticality(Criticality::NonCritical)
+    .backoff(super::start::SERVER_RETRY)
+    .into()
+}

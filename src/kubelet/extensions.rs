@@ -164,4 +164,9 @@ pub struct Extensions {
     /// assert!(ext.runtime_classes.is_some());
     /// ```
     pub runtime_classes: Option<crate::runtime_class::RuntimeClasses>,
+    /// Cluster mode with `rotateCertificates`: the client certificate is
+    /// renewed before it expires and `api_client`/`heartbeat_client` (built
+    /// with [`crate::cluster::rotating_client::rotating`]) move onto it.
+    /// `None`: the certificate is used as it is until actlet restarts.
+    pub client_rotation: Option<crate::certificate::client_manager::ClientRotation>,
 }

@@ -522,6 +522,9 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
             for spec in children {
                 root = root.child(spec);
             }
+            if let Some(rotation) = ext.client_rotation.clone() {
+                root = root.child(cluster::client_cert_manager(rotation, client.clone()));
+            }
             if ext.runtime_classes.is_none() {
                 let (client, classes) = (client.clone(), runtime_classes.clone());
                 root = root.child(

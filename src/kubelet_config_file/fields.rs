@@ -40,7 +40,7 @@ pub const FIELDS: &[(&str, Support)] = &[
     ("tlsCipherSuites", H),
     ("tlsCurvePreferences", N),
     ("tlsMinVersion", H),
-    ("rotateCertificates", N),
+    ("rotateCertificates", H),
     ("serverTLSBootstrap", H),
     ("authentication", H),
     ("authorization", H),

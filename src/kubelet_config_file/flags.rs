@@ -276,6 +276,9 @@ pub fn overlay(
     if set("tls_private_key_file", "tlsPrivateKeyFile", "--tls-private-key-file") {
         kc.tls_private_key_file = path(&flags.tls_private_key_file);
     }
+    if set("rotate_certificates", "rotateCertificates", "--rotate-certificates") {
+        kc.rotate_certificates = Some(flags.rotate_certificates);
+    }
     if set(
         "rotate_server_certificates",
         "serverTLSBootstrap",
@@ -435,6 +438,7 @@ pub fn write_back(kc: &KubeletConfiguration, flags: &KubeletFlags) -> KubeletFla
         f.tls_private_key_file = Some(p.into());
     }
     f.rotate_server_certificates = kc.server_tls_bootstrap.unwrap_or(f.rotate_server_certificates);
+    f.rotate_certificates = kc.rotate_certificates.unwrap_or(f.rotate_certificates);
     f.tls_min_version = non_empty(&kc.tls_min_version).or(f.tls_min_version);
     f.tls_cipher_suites = kc.tls_cipher_suites.clone().unwrap_or(f.tls_cipher_suites);
     // The v1beta1 defaults of authentication/authorization (anonymous off,
