@@ -147,6 +147,19 @@ fn pods_terminate_by_priority_and_the_node_refuses_new_ones() {
             events.lock().unwrap()
         );
 
+        // The state file (upstream's, behind the start/end time gauges):
+        // written at the start, completed when every group is done.
+        let state_file = node.dir().join("root/graceful_node_shutdown_state");
+        wait_until(
+            || {
+                std::fs::read_to_string(&state_file)
+                    .is_ok_and(|s| s.contains("\"startTime\":\"20") && !s.contains("0001-01-01"))
+            },
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("state file: {:?}", std::fs::read_to_string(&state_file)));
+
         // Cancelled: pods are admitted again and the node is Ready.
         node.kubelet().node_shutdown(false).unwrap();
         node.set_pods(vec![pod("after", 0, 30)]);

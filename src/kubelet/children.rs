@@ -31,6 +31,7 @@ pub(super) struct ManagerInputs<'a> {
     pub shutdown: crate::nodeshutdown::ShutdownHandle,
     pub evictions:
         prometheus_client::metrics::family::Family<Vec<(String, String)>, prometheus_client::metrics::gauge::Gauge>,
+    pub shutdown_gauges: crate::nodeshutdown::ShutdownGauges,
 }
 
 /// The managers' children, and where shutdown events go (`None`: graceful
@@ -88,6 +89,8 @@ pub(super) fn node_managers(
         events: i.events,
         node_name: config.node_name.clone(),
         handle: i.shutdown,
+        state_file: Some(config.root_dir.join(crate::nodeshutdown::state::STATE_FILE)),
+        gauges: i.shutdown_gauges,
     };
     let spec = ChildSpec::new("node-shutdown-manager", move || {
         crate::nodeshutdown::NodeShutdownManager::new(deps.clone())

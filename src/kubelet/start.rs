@@ -482,6 +482,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         eviction: eviction.clone(),
         shutdown: shutdown.clone(),
         evictions: metrics.evictions(),
+        shutdown_gauges: metrics.shutdown(),
     });
     for spec in managers {
         root = root.child(spec);

@@ -21,6 +21,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::time::Instant;
 
 use super::groups::{group_by_priority, pod_grace};
+use super::state::{self, ShutdownState};
 use super::{MESSAGE, REASON, ShutdownConfig, ShutdownHandle};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::events::{EventRecorder, node_ref};
@@ -54,6 +55,10 @@ pub struct ShutdownDeps {
     pub node_name: String,
     /// The owned state.
     pub handle: ShutdownHandle,
+    /// `<root-dir>/graceful_node_shutdown_state` (`None`: not kept).
+    pub state_file: Option<std::path::PathBuf>,
+    /// The start/end time gauges.
+    pub gauges: super::ShutdownGauges,
 }
 
 /// The `node-shutdown-manager` actor. See the [module docs](self).
@@ -90,6 +95,7 @@ impl NodeShutdownManager {
         if std::mem::replace(&mut self.running, true) {
             return;
         }
+        let recorded = self.record_start();
         let groups = group_by_priority(&self.deps.config.periods, self.active());
         tracing::info!(
             pods = groups.iter().map(|(_, p)| p.len()).sum::<usize>(),
@@ -147,10 +153,37 @@ impl NodeShutdownManager {
                 }
             }
         };
-        ctx.spawn(work.into_actor(self).map(|_, act, _| {
+        ctx.spawn(work.into_actor(self).map(move |_, act, _| {
             act.running = false;
+            if let Some(started) = &recorded {
+                act.record(&started.ended(k8s_openapi::jiff::Timestamp::now()));
+            }
             tracing::info!("shutdown manager completed processing shutdown event, node will shutdown shortly");
         }));
+    }
+
+    /// A shutdown starts: its start is stored and shown (a manager resuming
+    /// one keeps the recorded start).
+    fn record_start(&self) -> Option<ShutdownState> {
+        self.deps.state_file.as_ref()?;
+        let resumed = self
+            .deps
+            .state_file
+            .as_deref()
+            .and_then(state::load)
+            .filter(|s| s.end_time == state::ZERO_TIME);
+        let started = resumed.unwrap_or_else(|| ShutdownState::started(k8s_openapi::jiff::Timestamp::now()));
+        self.record(&started);
+        Some(started)
+    }
+
+    fn record(&self, s: &ShutdownState) {
+        self.deps.gauges.show(s);
+        if let Some(path) = &self.deps.state_file
+            && let Err(e) = state::store(path, s)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot write the node shutdown state");
+        }
     }
 }
 
@@ -160,6 +193,9 @@ impl Actor for NodeShutdownManager {
     fn started(&mut self, ctx: &mut Self::Context) {
         let periods = &self.deps.config.periods;
         tracing::info!(?periods, "node shutdown manager started");
+        if let Some(s) = self.deps.state_file.as_deref().and_then(state::load) {
+            self.deps.gauges.show(&s);
+        }
         if self.deps.handle.shutting_down() {
             tracing::info!("restarted during a node shutdown: resuming it");
             self.process(ctx);

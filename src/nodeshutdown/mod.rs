@@ -7,15 +7,20 @@
 //!
 //! The trigger is SIGUSR1 to the daemon (as upstream's kubelet also accepts)
 //! or [`Kubelet::node_shutdown`](crate::Kubelet::node_shutdown) for
-//! embedders. Not built yet: systemd-logind's `PrepareForShutdown` signal and
-//! its delay inhibitor lock over D-Bus.
+//! embedders. Each shutdown is recorded in `<root-dir>/graceful_node_shutdown_state`
+//! and `kubelet_graceful_shutdown_{start,end}_time_seconds`. Not built yet:
+//! systemd-logind's `PrepareForShutdown` signal and its delay inhibitor lock
+//! over D-Bus.
 //!
 //! - [`groups`]: budgets per priority group (pure);
 //! - [`ShutdownHandle`]: the owned state (shutting down or not) and admission;
+//! - [`state`]: the state file (`graceful_node_shutdown_state`) behind the
+//!   start/end time gauges;
 //! - [`actor`]: the `node-shutdown-manager` actor.
 
 pub mod actor;
 pub mod groups;
+pub mod state;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +31,35 @@ pub use actor::{NodeShutdownEvent, NodeShutdownManager, ShutdownDeps};
 pub use groups::PriorityPeriod;
 
 use crate::admission::Rejection;
+
+/// `kubelet_graceful_shutdown_start_time_seconds` and `…_end_time_seconds`
+/// (Unix seconds; 0: none / not done).
+#[derive(Clone, Debug, Default)]
+pub struct ShutdownGauges {
+    /// When the last shutdown started.
+    pub start: prometheus_client::metrics::gauge::Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// When it was done.
+    pub end: prometheus_client::metrics::gauge::Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+impl ShutdownGauges {
+    /// Shows `state`'s times.
+    ///
+    /// ```
+    /// use actlet::nodeshutdown::{ShutdownGauges, state::ShutdownState};
+    /// let g = ShutdownGauges::default();
+    /// let started = ShutdownState::started("2026-11-28T10:00:00Z".parse().unwrap());
+    /// g.show(&started);
+    /// assert_eq!((g.start.get(), g.end.get()), (1_795_860_000.0, 0.0)); // not done yet
+    /// g.show(&started.ended("2026-11-28T10:00:20Z".parse().unwrap()));
+    /// assert_eq!(g.end.get(), 1_795_860_020.0);
+    /// ```
+    pub fn show(&self, state: &state::ShutdownState) {
+        let (start, end) = state.seconds();
+        self.start.set(start);
+        self.end.set(end);
+    }
+}
 
 /// Status reason of pods terminated for the shutdown.
 pub const REASON: &str = "Terminated";

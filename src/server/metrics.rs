@@ -77,6 +77,7 @@ pub struct KubeletMetrics {
     pleg_interval: Histogram,
     pods: Arc<super::pod_metrics::PodMetrics>,
     evictions: Family<Labels, prometheus_client::metrics::gauge::Gauge>,
+    shutdown: crate::nodeshutdown::ShutdownGauges,
 }
 
 impl std::fmt::Debug for KubeletMetrics {
@@ -128,6 +129,17 @@ impl KubeletMetrics {
             "Cumulative number of pod evictions by eviction signal",
             evictions.clone(),
         );
+        let shutdown = crate::nodeshutdown::ShutdownGauges::default();
+        registry.register(
+            "kubelet_graceful_shutdown_start_time_seconds",
+            "Last graceful shutdown start time since unix epoch in seconds",
+            shutdown.start.clone(),
+        );
+        registry.register(
+            "kubelet_graceful_shutdown_end_time_seconds",
+            "Last graceful shutdown end time since unix epoch in seconds",
+            shutdown.end.clone(),
+        );
         let rest = crate::cluster::rest_client_metrics();
         registry.register(
             "rest_client_requests",
@@ -148,6 +160,7 @@ impl KubeletMetrics {
             pleg_interval,
             pods,
             evictions,
+            shutdown,
         })
     }
 
@@ -159,6 +172,12 @@ impl KubeletMetrics {
     /// `kubelet_evictions{eviction_signal}` (give it to the eviction manager).
     pub fn evictions(&self) -> Family<Labels, prometheus_client::metrics::gauge::Gauge> {
         self.evictions.clone()
+    }
+
+    /// `kubelet_graceful_shutdown_{start,end}_time_seconds` (give them to
+    /// the node shutdown manager).
+    pub fn shutdown(&self) -> crate::nodeshutdown::ShutdownGauges {
+        self.shutdown.clone()
     }
 
     /// The PLEG's relist histogram (give it to the PLEG's health handle).
