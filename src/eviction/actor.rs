@@ -110,6 +110,11 @@ impl EvictionManager {
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {
+        if self.deps.config.thresholds.is_empty() && !self.any_local_storage_limit() {
+            // Nothing could be evicted: the summary (a walk of every pod's
+            // files) is not read for nothing.
+            return;
+        }
         if std::mem::replace(&mut self.running, true) {
             return;
         }
@@ -140,6 +145,12 @@ impl EvictionManager {
                 Err(_) => tracing::warn!(?deadline, "eviction manager: summary stats timed out"),
             }
         }));
+    }
+
+    /// Whether a desired pod sets a local storage limit.
+    fn any_local_storage_limit(&self) -> bool {
+        self.deps.config.local_storage_capacity_isolation
+            && self.deps.pods.pods().iter().any(|d| local_storage::has_limits(&d.pod))
     }
 
     /// Active pods: desired, with a worker that is syncing them.

@@ -148,6 +148,22 @@ fn container(pod: &Pod, stats: &PodStats, dedicated_image_fs: bool) -> Option<Vi
     None
 }
 
+/// Whether `pod` sets any local storage limit (an `emptyDir.sizeLimit` or a
+/// container's `ephemeral-storage` limit): without one it cannot break any,
+/// and its stats need not be read for this.
+pub fn has_limits(pod: &Pod) -> bool {
+    let Some(spec) = pod.spec.as_ref() else { return false };
+    spec.volumes
+        .iter()
+        .flatten()
+        .any(|v| v.empty_dir.as_ref().is_some_and(|e| e.size_limit.is_some()))
+        || spec
+            .containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .any(|c| ephemeral_limit(c).is_some())
+}
+
 /// The first local storage limit `pod` breaks, given its stats (upstream
 /// order: emptyDir size limits, the pod's total, each container's).
 /// `dedicated_image_fs`: writable layers live on the image filesystem, so
@@ -264,6 +280,7 @@ mod tests {
         );
         let none = pod(serde_json::json!({"containers": [{"name": "c"}]}));
         assert_eq!(pod_ephemeral_limit(&none), None);
+        assert!(has_limits(&p) && !has_limits(&none));
         assert_eq!(
             violation(&none, &stats(u64::MAX / 2, &[], &[]), false),
             None,
