@@ -387,3 +387,81 @@ spec:
     assert_ok(&real.mgr.kill_pod(Some(&p), &st, None).await);
     real.remove(&p).await;
 }
+
+/// The container `securityContext` as runc applies it on containerd
+/// (upstream's e2e security_context.go checks): `runAsUser`/`runAsGroup` are
+/// the process's ids, `readOnlyRootFilesystem` refuses writes to `/`,
+/// `allowPrivilegeEscalation: false` sets no_new_privs, `capabilities`
+/// (drop ALL, add NET_BIND_SERVICE) leave only that bit in the bounding set;
+/// `runAsNonRoot` with an image that runs as root and no `runAsUser` is
+/// refused before the container is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_security_context_is_what_the_process_runs_with() {
+    let Some(ep) = endpoint("real_security_context_is_what_the_process_runs_with") else {
+        return;
+    };
+    let real = Real::new(&ep);
+    let uid = unique("kr-secctx");
+    let p = pod(&format!(
+        "metadata: {{name: kr-secctx, namespace: default, uid: {uid}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: 'busybox:1.36'
+    command: [sleep, '3600']
+    securityContext:
+      runAsUser: 1234
+      runAsGroup: 2345
+      readOnlyRootFilesystem: true
+      allowPrivilegeEscalation: false
+      capabilities: {{drop: [ALL], add: [NET_BIND_SERVICE]}}"
+    ));
+    assert_ok(&real.sync(&p).await);
+    let app = real.status(&p).await.find_container("app").cloned();
+    let app = app.unwrap_or_else(|| panic!("no app"));
+    let sh = |script: &str| {
+        let (real, id, script) = (&real, app.id.clone(), script.to_string());
+        async move { real.exec(&id, &["sh", "-c", &script]).await }
+    };
+    assert_eq!(sh("echo $(id -u):$(id -g)").await.trim(), "1234:2345");
+    assert_eq!(
+        sh("touch /written 2>/dev/null && echo writable || echo read-only")
+            .await
+            .trim(),
+        "read-only"
+    );
+    assert_eq!(sh("grep NoNewPrivs /proc/self/status").await.trim(), "NoNewPrivs:\t1");
+    // NET_BIND_SERVICE is capability 10
+    assert_eq!(
+        sh("grep CapBnd /proc/self/status").await.trim(),
+        "CapBnd:\t0000000000000400"
+    );
+    let st = real.status(&p).await;
+    assert_ok(&real.mgr.kill_pod(Some(&p), &st, None).await);
+    real.remove(&p).await;
+
+    let uid = unique("kr-nonroot");
+    let nonroot = pod(&format!(
+        "metadata: {{name: kr-nonroot, namespace: default, uid: {uid}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {{name: app, image: 'busybox:1.36', command: [sleep, '3600'], securityContext: {{runAsNonRoot: true}}}}"
+    ));
+    let r = real.sync(&nonroot).await;
+    let refused = r
+        .results
+        .iter()
+        .find_map(|x| x.error.as_ref())
+        .map(|e| e.message.clone())
+        .unwrap_or_else(|| panic!("runAsNonRoot with a root image was not refused: {r:?}"));
+    assert!(refused.contains("runAsNonRoot and image will run as root"), "{refused}");
+    assert!(
+        real.status(&nonroot).await.find_container("app").is_none(),
+        "no container created"
+    );
+    let st = real.status(&nonroot).await;
+    assert_ok(&real.mgr.kill_pod(Some(&nonroot), &st, None).await);
+    real.remove(&nonroot).await;
+}
