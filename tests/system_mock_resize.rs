@@ -132,6 +132,21 @@ fn a_resize_is_applied_in_place_or_by_the_restart_its_policy_asks() {
     });
 }
 
+/// Recorded events: (reason, message).
+type Events = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+/// A node on a mock whose containers run until stopped, recording its events.
+fn node_recording_events() -> (TestNode, MockRuntime, Events) {
+    let mock = MockRuntime::builder().script("*", Behaviour::run_forever()).build();
+    let events: Events = Events::default();
+    let log = events.clone();
+    let node = TestNode::builder()
+        .mock(mock.clone())
+        .customize(move |b| b.on_event(move |e| log.lock().unwrap().push((e.reason, e.message))))
+        .start();
+    (node, mock, events)
+}
+
 fn resize_condition(node: &TestNode) -> Option<(Option<String>, Option<String>)> {
     let conds = node.status("default", "web")?.conditions?;
     let c = conds.into_iter().find(|c| c.type_ == "PodResizeInProgress")?;
@@ -145,15 +160,8 @@ fn resize_condition(node: &TestNode) -> Option<(Option<String>, Option<String>)>
 /// `ResizeError` event; a limit above the usage is applied afterwards.
 #[test]
 fn a_memory_limit_is_never_lowered_below_what_the_container_uses() {
-    use std::sync::{Arc, Mutex};
     run_paused(async {
-        let mock = MockRuntime::builder().script("*", Behaviour::run_forever()).build();
-        let events: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-        let log = events.clone();
-        let node = TestNode::builder()
-            .mock(mock.clone())
-            .customize(move |b| b.on_event(move |e| log.lock().unwrap().push((e.reason, e.message))))
-            .start();
+        let (node, mock, events) = node_recording_events();
         node.set_pods(vec![pod(1, ("20m", "30m"), ("35Mi", "45Mi"))]);
         node.wait_for_phase("default", "web", "Running", Duration::from_secs(60))
             .await
@@ -261,15 +269,8 @@ fn cpu_quota(mock: &MockRuntime, name: &str) -> Option<i64> {
 /// deferred resize is allocated and applied once the other pod is gone.
 #[test]
 fn resizes_the_node_cannot_allocate_are_infeasible_or_deferred_until_room_is_made() {
-    use std::sync::{Arc, Mutex};
     run_paused(async {
-        let mock = MockRuntime::builder().script("*", Behaviour::run_forever()).build();
-        let events: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-        let log = events.clone();
-        let node = TestNode::builder()
-            .mock(mock.clone())
-            .customize(move |b| b.on_event(move |e| log.lock().unwrap().push((e.reason, e.message))))
-            .start();
+        let (node, mock, events) = node_recording_events();
         let cpus = actlet::kubelet::NodeFacts::detect().cpus;
         let big = format!("{}m", cpus * 1000 - 600);
         node.set_pods(vec![cpu_pod("a", 1, "500m"), cpu_pod("b", 1, &big)]);

@@ -25,13 +25,11 @@ use actix::prelude::*;
 
 use super::csr::{self, CertKind};
 use super::request::request_certificate;
-use super::rotation::{random_jitter, rotation_deadline, wait_until};
+use super::rotation::{RetryBackoff, random_jitter, rotation_deadline, wait_until};
 use super::store::{CertPair, CertStore, leaf_validity};
 use crate::cluster::rotating_client::{ClientSlot, rotating};
 use crate::cluster::{Qps, client_from_kubeconfig, heartbeat_client_from_kubeconfig};
 
-const FIRST_RETRY: Duration = Duration::from_secs(2);
-const MAX_RETRY: Duration = Duration::from_secs(300);
 /// How long one CSR is waited on before asking again.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
@@ -97,7 +95,7 @@ pub struct ClientRotation {
 pub struct ClientCertManager {
     rotation: ClientRotation,
     client: kube::Client,
-    retry: Duration,
+    retry: RetryBackoff,
     timer: Option<SpawnHandle>,
 }
 
@@ -107,7 +105,7 @@ impl ClientCertManager {
         Self {
             rotation,
             client,
-            retry: FIRST_RETRY,
+            retry: RetryBackoff::default(),
             timer: None,
         }
     }
@@ -178,13 +176,12 @@ impl ClientCertManager {
                 act.rotation.heartbeat.swap(heartbeat);
                 tracing::info!(%csr, cert = %act.store().current_path().display(),
                     "kubelet client certificate rotated; new connections use it");
-                act.retry = FIRST_RETRY;
+                act.retry.succeeded();
                 act.cycle(ctx);
             }
             Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?act.retry, "could not rotate the kubelet client certificate");
-                let wait = act.retry;
-                act.retry = (act.retry * 2).min(MAX_RETRY);
+                tracing::warn!(error = %e, retry_in = ?act.retry.current(), "could not rotate the kubelet client certificate");
+                let wait = act.retry.failed();
                 act.later(wait, ctx);
             }
         }));

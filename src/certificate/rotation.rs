@@ -23,6 +23,41 @@ pub fn wait_until(deadline: i64, now: i64) -> Duration {
     Duration::from_secs((deadline - now).max(0) as u64)
 }
 
+/// The wait before asking again after a failed request: 2 s, doubling up
+/// to 5 min; back to 2 s after a success (both certificate managers).
+#[derive(Clone, Copy, Debug)]
+pub struct RetryBackoff(Duration);
+
+impl RetryBackoff {
+    /// The first retry after a failure.
+    pub const FIRST: Duration = Duration::from_secs(2);
+    /// The longest wait between two requests.
+    pub const MAX: Duration = Duration::from_secs(300);
+
+    /// The wait after the next failure.
+    pub fn current(&self) -> Duration {
+        self.0
+    }
+
+    /// A failure: how long to wait now (the next one waits twice as long).
+    pub fn failed(&mut self) -> Duration {
+        let wait = self.0;
+        self.0 = (self.0 * 2).min(Self::MAX);
+        wait
+    }
+
+    /// A success: the next failure waits [`Self::FIRST`] again.
+    pub fn succeeded(&mut self) {
+        self.0 = Self::FIRST;
+    }
+}
+
+impl Default for RetryBackoff {
+    fn default() -> Self {
+        Self(Self::FIRST)
+    }
+}
+
 /// A random jitter in `[0, 1)`.
 pub fn random_jitter() -> f64 {
     rand::random::<f64>()
@@ -49,6 +84,15 @@ mod tests {
             let d = rotation_deadline(V, random_jitter());
             assert!((8_000..10_000).contains(&d), "{d}");
         }
+    }
+
+    #[test]
+    fn retries_double_up_to_five_minutes_and_reset_on_success() {
+        let mut b = RetryBackoff::default();
+        let waits: Vec<u64> = (0..10).map(|_| b.failed().as_secs()).collect();
+        assert_eq!(waits, [2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        b.succeeded();
+        assert_eq!(b.current(), Duration::from_secs(2));
     }
 
     #[test]

@@ -18,14 +18,10 @@ use actix::prelude::*;
 
 use super::csr::{self, CertKind};
 use super::request::request_certificate;
-use super::rotation::{random_jitter, rotation_deadline, wait_until};
+use super::rotation::{RetryBackoff, random_jitter, rotation_deadline, wait_until};
 use super::serving::ServingCert;
 use super::store::{CertPair, CertStore};
 
-/// The first retry after a failed request (doubling up to [`MAX_RETRY`]).
-const FIRST_RETRY: Duration = Duration::from_secs(2);
-/// The longest wait between two requests.
-const MAX_RETRY: Duration = Duration::from_secs(300);
 /// How long one CSR is waited on before asking again.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
@@ -45,7 +41,7 @@ pub struct ServingCertManager {
     settings: ServingCertSettings,
     client: kube::Client,
     cert: ServingCert,
-    retry: Duration,
+    retry: RetryBackoff,
     timer: Option<SpawnHandle>,
 }
 
@@ -56,7 +52,7 @@ impl ServingCertManager {
             settings,
             client,
             cert,
-            retry: FIRST_RETRY,
+            retry: RetryBackoff::default(),
             timer: None,
         }
     }
@@ -130,13 +126,12 @@ impl ServingCertManager {
             match stored {
                 Ok(v) => {
                     tracing::info!(expires = v.not_after, "kubelet serving certificate issued and served");
-                    act.retry = FIRST_RETRY;
+                    act.retry.succeeded();
                     act.cycle(ctx);
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, retry_in = ?act.retry, "could not obtain a kubelet serving certificate");
-                    let wait = act.retry;
-                    act.retry = (act.retry * 2).min(MAX_RETRY);
+                    tracing::warn!(error = %e, retry_in = ?act.retry.current(), "could not obtain a kubelet serving certificate");
+                    let wait = act.retry.failed();
                     act.later(wait, ctx);
                 }
             }
