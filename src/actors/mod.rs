@@ -49,7 +49,7 @@
 //! | `volume-manager` | `src/volumes/actor.rs` | the volume store (`VolumeHandle`) | `Reconcile` |
 //! | `pod-<uid>` | `src/pod_workers/worker.rs` | nothing: resumes from `PodManager` + `PodCache` | `UpdatePod` |
 //! | `pod-workers-manager` | `src/pod_workers/manager.rs` | `PodSyncStatuses` | `UpdatePod`, `SyncFinished`, `ForgetWorkers` |
-//! | `pleg` | `src/pleg/actor.rs` | `PodCache` | (relist timer) |
+//! | `pleg` | `src/pleg/actor.rs` | `PodCache` (statuses, global timestamp, pending targeted-relist requests) | relist timer; `RelistRequested` (from the cache); the CRI container event stream (`EventedPLEG`) |
 //! | `sync-loop` | `src/sync_loop/actor.rs` | `SyncLoopState` (sources ready, admission), `Allocations` (pending resizes, with the pod workers) | `PodUpdate`, `SourcesReady`, `PlegEvents`, `SyncFinished`, `ProbeResult` |
 //! | `probe-<pod>-<container>-<kind>` | `src/prober/worker.rs` | the probe store (`ProbeStore`) | (period timer) |
 //! | `prober` | `src/prober/manager.rs` | `ProbeStore` | PLEG events |

@@ -263,6 +263,22 @@ macro_rules! client_impl {
                         .map_err(|s| self.error($igrpc, s))
                 }
             )*
+            async fn get_container_events(
+                &self,
+                req: GetEventsRequest,
+            ) -> CriResult<crate::cri::ContainerEventStream> {
+                use futures::StreamExt;
+                // A subscription: no deadline (it lives as long as the runtime).
+                let req = self.request_with(req, Deadline::None);
+                let mut client = self.runtime.clone();
+                let stream = client
+                    .get_container_events(req)
+                    .await
+                    .map_err(|s| self.error("GetContainerEvents", s))?
+                    .into_inner();
+                let this = self.clone();
+                Ok(stream.map(move |item| item.map_err(|s| this.error("GetContainerEvents", s))).boxed())
+            }
         }
     };
     (@request $self:ident, exec_sync, $req:ident) => {{

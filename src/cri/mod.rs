@@ -21,7 +21,7 @@ pub mod server;
 
 pub use client::CriClient;
 pub use error::{CriError, CriResult};
-pub use runtime::{Runtime, SharedRuntime};
+pub use runtime::{ContainerEventStream, Runtime, SharedRuntime};
 
 /// Generated CRI `runtime.v1` types and gRPC client/server stubs.
 #[allow(

@@ -189,6 +189,20 @@ pub trait Runtime: Send + Sync + 'static {
     }
     /// `Status`: the RuntimeReady and NetworkReady conditions.
     async fn status(&self, req: StatusRequest) -> CriResult<StatusResponse>;
+    /// `GetContainerEvents`: a stream of container and sandbox lifecycle
+    /// events (containerd >= 1.7). Best effort: events may be dropped,
+    /// duplicated or reordered, and the stream ends when the runtime goes
+    /// away, so callers treat an event only as a hint to read the pod's state
+    /// again. Runtimes without it keep this default (`UNIMPLEMENTED`); the
+    /// PLEG then only relists.
+    async fn get_container_events(&self, req: GetEventsRequest) -> CriResult<ContainerEventStream> {
+        let _ = req;
+        Err(super::CriError::new(
+            "GetContainerEvents",
+            tonic::Code::Unimplemented,
+            "no container event stream",
+        ))
+    }
     /// `ListImages`: images in the store.
     async fn list_images(&self, req: ListImagesRequest) -> CriResult<ListImagesResponse>;
     /// `ImageStatus`: one image; `image` unset when it is not present.
@@ -218,6 +232,10 @@ pub trait Runtime: Send + Sync + 'static {
 /// ```
 pub type SharedRuntime = Arc<dyn Runtime>;
 
+/// The stream [`Runtime::get_container_events`] answers with: one item per
+/// event, an `Err` when the stream broke (it then ends).
+pub type ContainerEventStream = futures::stream::BoxStream<'static, CriResult<ContainerEventResponse>>;
+
 macro_rules! forward_impl {
     (runtime { $(($name:ident, $grpc:literal, $req:ident, $resp:ident)),* $(,)? }
      image { $(($iname:ident, $igrpc:literal, $ireq:ident, $iresp:ident)),* $(,)? }) => {
@@ -225,6 +243,9 @@ macro_rules! forward_impl {
         impl<R: Runtime + ?Sized> Runtime for Arc<R> {
             $(async fn $name(&self, req: $req) -> CriResult<$resp> { (**self).$name(req).await })*
             $(async fn $iname(&self, req: $ireq) -> CriResult<$iresp> { (**self).$iname(req).await })*
+            async fn get_container_events(&self, req: GetEventsRequest) -> CriResult<ContainerEventStream> {
+                (**self).get_container_events(req).await
+            }
         }
     };
 }

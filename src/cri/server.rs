@@ -136,6 +136,16 @@ macro_rules! server_impl {
      image { $(($iname:ident, $igrpc:literal, $ireq:ident, $iresp:ident)),* $(,)? }) => {
         #[tonic::async_trait]
         impl<R: Runtime + ?Sized> RuntimeService for CriServer<R> {
+            type GetContainerEventsStream = std::pin::Pin<
+                Box<dyn futures::Stream<Item = Result<ContainerEventResponse, Status>> + Send + 'static>,
+            >;
+            async fn get_container_events(
+                &self,
+                req: Request<GetEventsRequest>,
+            ) -> Result<Response<Self::GetContainerEventsStream>, Status> {
+                let events = self.inner.get_container_events(req.into_inner()).await.map_err(|e| e.to_status())?;
+                Ok(Response::new(Box::pin(events.map(|item| item.map_err(|e| e.to_status())))))
+            }
             $(
                 async fn $name(&self, req: Request<$req>) -> Result<Response<$resp>, Status> {
                     self.inner.$name(req.into_inner()).await.map(Response::new).map_err(|e| e.to_status())

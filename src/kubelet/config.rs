@@ -118,6 +118,17 @@ pub struct KubeletConfig {
     /// assert_eq!(c.relist_period, std::time::Duration::from_secs(1));
     /// ```
     pub relist_period: Duration,
+    /// Watch the runtime's container events (feature gate `EventedPLEG`,
+    /// off by default as upstream): each event triggers a targeted relist of
+    /// its pod and, while the stream is up, the global relist runs every
+    /// 300 s instead of every `relist_period`. Runtimes without the stream
+    /// (containerd 1.6) keep relisting every `relist_period`.
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert!(!c.evented_pleg);
+    /// ```
+    pub evented_pleg: bool,
     /// `maxPods` (110).
     ///
     /// ```
@@ -466,6 +477,7 @@ impl KubeletConfig {
             http_check_frequency: Duration::from_secs(20),
             sync: SyncLoopConfig::default(),
             relist_period: crate::pleg::actor::RELIST_PERIOD,
+            evented_pleg: false,
             max_pods: 110,
             runtime_health_period: crate::runtime_health::actor::DEFAULT_PERIOD,
             root_dir: PathBuf::from("/var/lib/kubelet"),

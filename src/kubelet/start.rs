@@ -9,7 +9,7 @@
 //! ├── volume-manager        mounts pods' volumes before their containers start, cleans up after
 //! ├── pod-workers           supervisor (one-for-one) of the per-pod workers
 //! ├── pod-workers-manager   routes updates to pod-<uid> workers
-//! ├── pleg                  relist every 1 s → pod cache + events
+//! ├── pleg                  relist every 1 s (300 s with EventedPLEG) + targeted relists → pod cache + events
 //! ├── sync-loop             updates, events, ticks, housekeeping
 //! ├── pod-config            merges the sources
 //! ├── container-manager / oom-watcher   QoS and pod cgroups; kernel OOM kills
@@ -253,7 +253,8 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let heartbeat = SyncLoopHeartbeat::default();
     let pleg_health = PlegHealthHandle::default()
         .with_relist_histogram(metrics.pleg_relist())
-        .with_relist_interval_histogram(metrics.pleg_relist_interval());
+        .with_relist_interval_histogram(metrics.pleg_relist_interval())
+        .with_evented_metrics(metrics.evented_pleg());
     let (health_tx, health_rx) = RuntimeHealth::channel();
 
     // runtime-health
@@ -396,16 +397,17 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let (probe_workers, prober) = crate::prober::tree_children(prober_deps);
 
     // pleg
-    let (rt, c, ev, ph, relist) = (
+    let (rt, c, ev, ph, relist, evented) = (
         runtime.clone(),
         cache.clone(),
         sync_ref.recipient(),
         pleg_health.clone(),
         config.relist_period,
+        config.evented_pleg,
     );
     let pleg_observers = ext.pleg_observers;
     let pleg = ChildSpec::new("pleg", move || {
-        let pleg = Pleg::new(rt.clone(), c.clone(), ev.clone(), ph.clone(), relist);
+        let pleg = Pleg::new(rt.clone(), c.clone(), ev.clone(), ph.clone(), relist).with_container_events(evented);
         pleg_observers.iter().fold(pleg, |p, o| p.with_observer(o.clone()))
     });
 

@@ -53,6 +53,7 @@ impl Resolved {
         if let Some(d) = kc.container_log_monitor_interval.and_then(|d| d.to_std()) {
             config.container_log_policy.monitor_interval = d;
         }
+        config.evented_pleg = super::defaults::gate_enabled(kc, "EventedPLEG");
         if let Some(on) = kc.local_storage_capacity_isolation {
             config.eviction.local_storage_capacity_isolation = on;
         }

@@ -1,10 +1,12 @@
 //! [`PodCache`]: the latest runtime status of every pod, stamped with the
 //! time it was read, shared by the PLEG (writer) and the pod workers (readers).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use crate::kuberuntime::pod_status::RuntimePodStatus;
@@ -67,6 +69,21 @@ impl CacheEntry {
 pub struct PodCache {
     pods: Arc<DashMap<PodUid, CacheEntry>>,
     global: Arc<watch::Sender<Option<Instant>>>,
+    requests: Arc<RelistRequests>,
+}
+
+/// How many pods may wait for a targeted relist at once; further requests
+/// are dropped (and counted): the next global relist covers them.
+pub const MAX_PENDING_RELISTS: usize = 65_536;
+
+/// Pods someone asked the PLEG to read again, one entry per pod (requests
+/// for a pod already waiting coalesce). Shared, so they outlive a PLEG restart.
+#[derive(Debug, Default)]
+struct RelistRequests {
+    /// uid → (name, namespace).
+    pending: Mutex<HashMap<PodUid, (String, String)>>,
+    wake: Notify,
+    dropped: AtomicU64,
 }
 
 impl Default for PodCache {
@@ -87,7 +104,61 @@ impl PodCache {
         Self {
             pods: Arc::new(DashMap::new()),
             global: Arc::new(tx),
+            requests: Arc::default(),
         }
+    }
+
+    /// Asks the PLEG to read `uid` from the runtime again soon (a targeted
+    /// relist: its cache entry refreshed, its lifecycle events sent), instead
+    /// of at the next global relist. Coalesced per pod; bounded by
+    /// [`MAX_PENDING_RELISTS`].
+    ///
+    /// ```
+    /// let cache = actlet::pleg::PodCache::new();
+    /// cache.request_relist(&"u1".into(), "web", "default");
+    /// cache.request_relist(&"u1".into(), "web", "default"); // coalesced
+    /// let wanted = cache.take_relist_requests();
+    /// assert_eq!(wanted.len(), 1);
+    /// assert_eq!(wanted[&"u1".into()], ("web".to_string(), "default".to_string()));
+    /// assert!(cache.take_relist_requests().is_empty());
+    /// ```
+    pub fn request_relist(&self, uid: &PodUid, name: &str, namespace: &str) {
+        let mut pending = self.requests.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if !pending.contains_key(uid) {
+            if pending.len() >= MAX_PENDING_RELISTS {
+                self.requests.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            pending.insert(uid.clone(), (name.to_string(), namespace.to_string()));
+        }
+        drop(pending);
+        self.requests.wake.notify_one();
+    }
+
+    /// Takes every pending relist request: uid → (name, namespace).
+    pub fn take_relist_requests(&self) -> HashMap<PodUid, (String, String)> {
+        std::mem::take(&mut *self.requests.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether any relist request is pending.
+    pub fn has_relist_requests(&self) -> bool {
+        !self
+            .requests
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Resolves once a relist was requested since the last call (what the
+    /// PLEG waits on).
+    pub async fn relist_requested(&self) {
+        self.requests.wake.notified().await;
+    }
+
+    /// Requests dropped because [`MAX_PENDING_RELISTS`] were waiting.
+    pub fn dropped_relist_requests(&self) -> u64 {
+        self.requests.dropped.load(Ordering::Relaxed)
     }
 
     /// The cached entry for `uid`, if any.

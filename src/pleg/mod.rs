@@ -5,11 +5,16 @@
 //! relist ([`events::compute_events`], pure), refreshes the [`PodCache`] for the
 //! pods that changed, and sends one [`PodLifecycleEvent`](crate::messages::pleg::PodLifecycleEvent)
 //! per change to the sync loop. The cache is what pod workers read before a
-//! sync: they wait until it holds a status newer than their previous sync.
+//! sync: they wait until it holds a status newer than their previous sync,
+//! asking for a targeted relist of their pod when it does not. With
+//! `EventedPLEG`, the runtime's container events ([`watch`]) ask for targeted
+//! relists too and the global relist becomes a 300 s safety net.
 
 pub mod actor;
 pub mod cache;
 pub mod events;
+pub mod records;
+pub mod watch;
 
 pub use actor::{Pleg, PlegHealthHandle};
 pub use cache::{CacheEntry, PodCache};

@@ -51,7 +51,10 @@ pub struct StepOutcome {
 /// worker's `GetNewerThan`): an entry newer than `newer_than` (the previous
 /// step), or for a worker's first step any entry once the PLEG has relisted
 /// (no entry then means nothing in the runtime: a new pod costs no read).
-/// An entry holding a read error is replaced by a fresh runtime read.
+/// An entry holding a read error is replaced by a fresh runtime read. When
+/// the entry is older than the previous step, a targeted PLEG relist of the
+/// pod is requested, so the wait does not depend on the global relist's
+/// period (300 s while the runtime's event stream is up).
 pub async fn runtime_status(
     deps: &WorkerDeps,
     pod: &Pod,
@@ -59,7 +62,15 @@ pub async fn runtime_status(
 ) -> Result<Arc<RuntimePodStatus>, String> {
     let uid = pod_uid(pod);
     let entry = match newer_than {
-        Some(min) => deps.cache.get_newer_than(&uid, min).await,
+        Some(min) => {
+            if deps.cache.get(&uid).is_none_or(|e| e.modified <= min) {
+                // Not read since the last step: ask for a targeted relist
+                // rather than wait for the next global one.
+                let (name, ns) = name_ns(pod);
+                deps.cache.request_relist(&uid, &name, &ns);
+            }
+            deps.cache.get_newer_than(&uid, min).await
+        }
         None => deps.cache.get_relisted(&uid).await,
     };
     if let Some(status) = entry.status {

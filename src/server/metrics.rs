@@ -75,6 +75,7 @@ pub struct KubeletMetrics {
     durations: Family<Labels, Histogram, fn() -> Histogram>,
     pleg_relist: Histogram,
     pleg_interval: Histogram,
+    evented_pleg: crate::pleg::actor::EventedPlegMetrics,
     pods: Arc<super::pod_metrics::PodMetrics>,
     evictions: Family<Labels, prometheus_client::metrics::gauge::Gauge>,
     shutdown: crate::nodeshutdown::ShutdownGauges,
@@ -120,6 +121,29 @@ impl KubeletMetrics {
             "Interval in seconds between relisting in PLEG.",
             pleg_interval.clone(),
         );
+        let evented_pleg = crate::pleg::actor::EventedPlegMetrics::default();
+        // Upstream's `_count` counters, exposed as gauges that only go up
+        // (a counter here would get a `_total` suffix).
+        registry.register(
+            "kubelet_evented_pleg_connection_success_count",
+            "The number of times a CRI container event stream was opened.",
+            evented_pleg.successes.clone(),
+        );
+        registry.register(
+            "kubelet_evented_pleg_connection_error_count",
+            "The number of errors encountered opening or reading the CRI container event stream.",
+            evented_pleg.errors.clone(),
+        );
+        registry.register(
+            "kubelet_evented_pleg_connection_latency_seconds",
+            "The latency of a container event from the runtime to the kubelet.",
+            evented_pleg.latency.clone(),
+        );
+        registry.register(
+            "kubelet_pleg_pod_relist_duration_seconds",
+            "Duration in seconds of a targeted relist of pods in PLEG.",
+            evented_pleg.pod_relist.clone(),
+        );
         let pods = super::pod_metrics::PodMetrics::register(&mut registry);
         // Upstream's counter is named without `_total`; a counter here would
         // get the suffix, so it is exposed as a gauge that only goes up.
@@ -158,6 +182,7 @@ impl KubeletMetrics {
             durations,
             pleg_relist,
             pleg_interval,
+            evented_pleg,
             pods,
             evictions,
             shutdown,
@@ -188,6 +213,11 @@ impl KubeletMetrics {
     /// The PLEG's relist interval histogram (give it to the PLEG's health handle).
     pub fn pleg_relist_interval(&self) -> Histogram {
         self.pleg_interval.clone()
+    }
+
+    /// The container event stream's metrics (give them to the PLEG's health handle).
+    pub fn evented_pleg(&self) -> crate::pleg::actor::EventedPlegMetrics {
+        self.evented_pleg.clone()
     }
 
     /// Adds the scrape-time metrics read from `cache` and the tree.
@@ -254,6 +284,15 @@ macro_rules! instrumented_impl {
                 self.metrics.observe($igrpc, started, out.is_ok());
                 out
             })*
+            async fn get_container_events(
+                &self,
+                req: crate::cri::v1::GetEventsRequest,
+            ) -> CriResult<crate::cri::ContainerEventStream> {
+                let started = Instant::now();
+                let out = self.inner.get_container_events(req).await;
+                self.metrics.observe("GetContainerEvents", started, out.is_ok());
+                out
+            }
         }
     };
 }

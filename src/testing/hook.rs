@@ -170,6 +170,13 @@ macro_rules! hooked {
                     self.inner.$name(req).await
                 }
             )*
+            async fn get_container_events(
+                &self,
+                req: crate::cri::v1::GetEventsRequest,
+            ) -> CriResult<crate::cri::ContainerEventStream> {
+                (self.hook)(&Call::new("GetContainerEvents", &req));
+                self.inner.get_container_events(req).await
+            }
         }
     };
 }

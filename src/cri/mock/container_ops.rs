@@ -290,6 +290,9 @@ impl MockRuntime {
         self.stop_process(&id, Duration::ZERO).await;
         let removed = {
             let mut st = self.shared.lock();
+            let now = self.shared.clock.now_nanos();
+            let deleted = v1::ContainerEventType::ContainerDeletedEvent;
+            self.shared.cri_events.publish(&st, &id, deleted, now);
             let removed = st.remove_container(&id);
             if let Some(c) = &removed {
                 st.names.remove(&c.name_key);

@@ -139,6 +139,9 @@ impl MockRuntime {
     /// ```
     pub fn set_down(&self, down: bool) {
         self.shared.lock().faults.set_down(down);
+        if down {
+            self.shared.cri_events.disconnect();
+        }
     }
 
     /// Whether the runtime is down.
@@ -332,6 +335,7 @@ impl MockRuntime {
     /// # });
     /// ```
     pub fn simulate_restart(&self) {
+        self.shared.cri_events.disconnect();
         let (running, ready): (Vec<String>, Vec<String>) = {
             let mut st = self.shared.lock();
             let running = st

@@ -24,9 +24,9 @@ macro_rules! method_names {
         /// for method in CRI_METHODS {
         ///     mock.inject(method, Fault::error(tonic::Code::Unavailable, "maintenance")); // every call fails
         /// }
-        /// assert!(CRI_METHODS.contains(&"ExecSync") && CRI_METHODS.len() == 28);
+        /// assert!(CRI_METHODS.contains(&"ExecSync") && CRI_METHODS.len() == 29);
         /// ```
-        pub const CRI_METHODS: &[&str] = &[$($grpc,)* $($igrpc,)*];
+        pub const CRI_METHODS: &[&str] = &[$($grpc,)* $($igrpc,)* "GetContainerEvents"];
     };
 }
 cri_calls!(method_names);
@@ -239,8 +239,9 @@ mod tests {
 
     #[test]
     fn method_table_is_complete() {
-        assert_eq!(CRI_METHODS.len(), 28);
+        assert_eq!(CRI_METHODS.len(), 29);
         assert_eq!(cri_method("ListPodSandboxStats"), Some("ListPodSandboxStats"));
+        assert_eq!(cri_method("GetContainerEvents"), Some("GetContainerEvents"));
         assert_eq!(cri_method("ExecSync"), Some("ExecSync"));
         assert_eq!(cri_method("execsync"), None);
     }

@@ -128,6 +128,7 @@ mod busybox;
 mod clock;
 mod container_ops;
 mod control;
+mod cri_events;
 mod exec;
 mod faults;
 mod images;

@@ -350,6 +350,14 @@ impl Runtime for MockRuntime {
         .await
     }
 
+    async fn get_container_events(&self, req: GetEventsRequest) -> CriResult<crate::cri::ContainerEventStream> {
+        let _ = req;
+        self.call("GetContainerEvents", "", async {
+            Ok(self.shared.cri_events.subscribe())
+        })
+        .await
+    }
+
     async fn status(&self, req: StatusRequest) -> CriResult<StatusResponse> {
         self.call("Status", "", async { Ok(self.do_status(req.verbose)) }).await
     }

@@ -146,6 +146,12 @@ impl MockRuntime {
         self.stop_sandbox(&id).await;
         let mut st = self.shared.lock();
         let gone: Vec<String> = st.container_ids_of_sandbox(&id);
+        let now = self.shared.clock.now_nanos();
+        let deleted = v1::ContainerEventType::ContainerDeletedEvent;
+        for cid in &gone {
+            self.shared.cri_events.publish(&st, cid, deleted, now);
+        }
+        self.shared.cri_events.publish(&st, &id, deleted, now);
         for cid in &gone {
             if let Some(c) = st.remove_container(cid) {
                 st.names.remove(&c.name_key);

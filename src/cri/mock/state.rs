@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) clock: Clock,
     pub(crate) events: broadcast::Sender<MockEvent>,
+    /// CRI `GetContainerEvents` subscribers (`cri_events.rs`).
+    pub(crate) cri_events: super::cri_events::CriEvents,
     pub(crate) request_timeout: Duration,
     pub(crate) sandbox_image: String,
     pub(crate) runtime_handlers: Vec<String>,
@@ -47,6 +49,7 @@ impl Shared {
             state: Mutex::new(state),
             clock,
             events: broadcast::channel(4096).0,
+            cri_events: super::cri_events::CriEvents::default(),
             request_timeout,
             sandbox_image,
             runtime_handlers: vec!["runc".to_string()],
@@ -61,7 +64,27 @@ impl Shared {
     }
 
     /// Publishes an event to subscribers, if any.
+    /// Also publishes the matching CRI container event (removals publish
+    /// theirs before the record goes, see `cri_events.rs`). Never called
+    /// with the state locked.
     pub(crate) fn emit(&self, event: MockEvent) {
+        if self.cri_events.listening() {
+            use v1::ContainerEventType as T;
+            let cri = match &event {
+                MockEvent::SandboxReady { id } | MockEvent::ContainerStarted { id } => {
+                    Some((id, T::ContainerStartedEvent))
+                }
+                MockEvent::SandboxNotReady { id } | MockEvent::ContainerExited { id, .. } => {
+                    Some((id, T::ContainerStoppedEvent))
+                }
+                MockEvent::ContainerCreated { id } => Some((id, T::ContainerCreatedEvent)),
+                MockEvent::SandboxRemoved { .. } | MockEvent::ContainerRemoved { .. } => None,
+            };
+            if let Some((id, kind)) = cri {
+                let now = self.clock.now_nanos();
+                self.cri_events.publish(&self.lock(), id, kind, now);
+            }
+        }
         let _ = self.events.send(event);
     }
 

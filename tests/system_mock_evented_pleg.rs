@@ -1,0 +1,203 @@
+//! `EventedPLEG` on the mock CRI (paused time): the runtime's container
+//! events replace the one-second global relist, without the evented PLEG
+//! bugs upstream had (k/k #121349, #123087: duplicate containers, events lost
+//! across a runtime restart).
+//!
+//! - An exit is seen through its event at once, while the global relist
+//!   (counted as unfiltered `ListPodSandbox` calls) runs every 300 s instead
+//!   of every second.
+//! - A runtime restart breaks the stream and loses the exits' events: the
+//!   PLEG falls back to relisting every second at once, the pod is restarted,
+//!   the stream is reconnected and the relist slows down again.
+//! - Churn with events on creates exactly one sandbox per pod and never
+//!   starts a container twice.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use actlet::cri::mock::{Behaviour, CallOutcome, MockRuntime};
+use actlet::cri::v1::ListPodSandboxRequest;
+use actlet::testing::{HookedRuntime, PodBuilder, TestNode, run_paused, wait_until};
+use tokio::time::sleep;
+
+/// A node on `mock` with `EventedPLEG` as given, and the count of global
+/// relists (unfiltered `ListPodSandbox`) it made.
+fn start_node(mock: &MockRuntime, evented: bool) -> (TestNode, Arc<AtomicUsize>) {
+    let relists = Arc::new(AtomicUsize::new(0));
+    let counted = relists.clone();
+    let hooked = HookedRuntime::new(mock.clone(), move |call| {
+        if call
+            .request::<ListPodSandboxRequest>()
+            .is_some_and(|r| r.filter.is_none())
+        {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let node = TestNode::builder()
+        .mock(mock.clone())
+        .runtime(hooked)
+        .customize(move |b| b.configure(move |c| c.evented_pleg = evented))
+        .start();
+    (node, relists)
+}
+
+fn mock() -> MockRuntime {
+    MockRuntime::builder().script("app", Behaviour::run_forever()).build()
+}
+
+fn web() -> k8s_openapi::api::core::v1::Pod {
+    PodBuilder::new("web")
+        .container("app", "busybox:1.36", ["sleep", "3600"])
+        .build()
+}
+
+async fn relists_during(relists: &AtomicUsize, window: Duration) -> usize {
+    let before = relists.load(Ordering::SeqCst);
+    sleep(window).await;
+    relists.load(Ordering::SeqCst) - before
+}
+
+#[test]
+fn an_exit_is_seen_through_its_event_and_the_global_relist_slows_down() {
+    run_paused(async {
+        // Without events: a global relist every second.
+        let plain = mock();
+        let (node, relists) = start_node(&plain, false);
+        node.set_pods(vec![web()]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        let generic = relists_during(&relists, Duration::from_secs(120)).await;
+        assert!(generic >= 100, "generic PLEG: {generic} relists in 120 s");
+        drop(node);
+
+        let mock = mock();
+        let (node, relists) = start_node(&mock, true);
+        node.set_pods(vec![web()]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        sleep(Duration::from_secs(5)).await;
+        assert_eq!(mock.calls_to("GetContainerEvents").len(), 1, "one stream, kept open");
+        let evented = relists_during(&relists, Duration::from_secs(120)).await;
+        assert!(
+            evented <= 1,
+            "evented PLEG: {evented} relists in 120 s (global relist every 300 s)"
+        );
+
+        // An exit the kubelet did not cause: only the event can tell it
+        // before the next global relist, minutes away.
+        let id = mock.find_container("web", "app").unwrap().status.id;
+        assert!(mock.exit_container(&id, 3));
+        let restarted = node
+            .wait_for_restart_count("default", "web", "app", 1, Duration::from_secs(5))
+            .await;
+        assert!(
+            restarted.is_ok(),
+            "exit not acted on within 5 s: {}",
+            node.describe("default", "web")
+        );
+        let last = restarted
+            .unwrap()
+            .last_state
+            .and_then(|s| s.terminated)
+            .map(|t| t.exit_code);
+        assert_eq!(last, Some(3));
+    });
+}
+
+#[test]
+fn a_runtime_restart_falls_back_to_relisting_then_reconnects() {
+    run_paused(async {
+        let mock = mock();
+        let (node, relists) = start_node(&mock, true);
+        node.set_pods(vec![web()]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        sleep(Duration::from_secs(5)).await;
+        let sandboxes = mock.calls_to("RunPodSandbox").len();
+
+        // The runtime goes away: the stream breaks and the PLEG relists
+        // every second again (the relists fail until it is back).
+        mock.set_down(true);
+        let fallback = relists_during(&relists, Duration::from_secs(10)).await;
+        assert!(fallback >= 8, "while the stream is down: {fallback} relists in 10 s");
+        mock.set_down(false);
+        wait_until(
+            || {
+                mock.calls_to("GetContainerEvents")
+                    .iter()
+                    .filter(|c| c.outcome == CallOutcome::Ok)
+                    .count()
+                    >= 2
+            },
+            Duration::from_secs(120),
+        )
+        .await
+        .expect("reconnected");
+        let streams = mock.calls_to("GetContainerEvents").len();
+
+        // containerd restarts: its streams are cut first, so the exits the
+        // restart causes are never sent. The reconnection's global relist
+        // finds them.
+        mock.simulate_restart();
+        wait_until(
+            || mock.calls_to("RunPodSandbox").len() > sandboxes,
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("the pod's sandbox, dead in the restart, is recreated");
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        // Reconnected after the backoff (the last stream lived less than a
+        // minute, so the backoff built up while the runtime was down holds).
+        wait_until(
+            || mock.calls_to("GetContainerEvents").len() > streams,
+            Duration::from_secs(120),
+        )
+        .await
+        .expect("a new stream after the restart");
+
+        // Streaming again: the relist slows down again.
+        sleep(Duration::from_secs(5)).await;
+        let again = relists_during(&relists, Duration::from_secs(120)).await;
+        assert!(again <= 1, "after reconnecting: {again} relists in 120 s");
+    });
+}
+
+#[test]
+fn churn_with_events_creates_one_sandbox_per_pod_and_starts_each_container_once() {
+    run_paused(async {
+        let mock = mock();
+        let (node, _) = start_node(&mock, true);
+        let pods: Vec<_> = (0..20)
+            .map(|i| {
+                PodBuilder::new(format!("p{i}"))
+                    .container("app", "busybox:1.36", ["sleep", "3600"])
+                    .build()
+            })
+            .collect();
+        node.set_pods(pods.clone());
+        for i in 0..20 {
+            node.wait_for_phase("default", &format!("p{i}"), "Running", Duration::from_secs(60))
+                .await
+                .unwrap();
+        }
+        // Half go, the rest stay; events of the kills arrive while workers sync.
+        node.set_pods(pods[10..].to_vec());
+        wait_until(|| mock.snapshot().sandboxes.len() == 10, Duration::from_secs(120))
+            .await
+            .expect("the removed pods' sandboxes are removed");
+        sleep(Duration::from_secs(30)).await;
+        assert_eq!(mock.calls_to("RunPodSandbox").len(), 20, "one sandbox per pod");
+        assert_eq!(mock.calls_to("StartContainer").len(), 20, "one start per container");
+        for i in 10..20 {
+            let status = node.status("default", &format!("p{i}")).unwrap();
+            let restarts = status.container_statuses.unwrap()[0].restart_count;
+            assert_eq!(restarts, 0, "p{i} restarted");
+        }
+    });
+}
