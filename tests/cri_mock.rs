@@ -167,6 +167,48 @@ async fn grpc_stop_waits_its_grace_and_pull_has_no_deadline() {
     assert!(client.list_containers(Default::default()).await.is_err());
 }
 
+/// `GetContainerEvents` over gRPC: the stream outlives the request timeout,
+/// carries each transition with the pod's sandbox metadata, and ends with
+/// `UNAVAILABLE` when the runtime goes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_container_events_stream_until_the_runtime_goes_away() {
+    use futures::StreamExt;
+    use v1::ContainerEventType as T;
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockRuntime::builder().script("app", Behaviour::run_forever()).build();
+    let (client, _stop) = serve(mock.clone(), dir.path(), Duration::from_millis(300)).await;
+    let mut events = client.get_container_events(v1::GetEventsRequest {}).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await; // past the request timeout
+    let pod = run_pod(&mock, "evented").await;
+    let id = start(&mock, &pod, "app", 0).await;
+    assert!(mock.exit_container(&id, 1));
+    let mut seen = vec![];
+    while seen.len() < 4 {
+        let e = tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .expect("an event within 5 s")
+            .expect("the stream is open")
+            .expect("an event, not an error");
+        let pod_uid = e.pod_sandbox_status.and_then(|s| s.metadata).map(|m| m.uid);
+        assert_eq!(pod_uid.as_deref(), Some("uid-evented"), "every event names its pod");
+        seen.push((e.container_id == id, T::try_from(e.container_event_type).unwrap()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (false, T::ContainerStartedEvent), // the sandbox
+            (true, T::ContainerCreatedEvent),
+            (true, T::ContainerStartedEvent),
+            (true, T::ContainerStoppedEvent),
+        ]
+    );
+    mock.set_down(true);
+    let end = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("the stream ends");
+    assert_eq!(end.map(|r| r.map_err(|e| e.code).err()), Some(Some(Code::Unavailable)));
+}
+
 // ------------------------------------------------------------------ helpers
 
 thread_local! {

@@ -201,3 +201,64 @@ fn churn_with_events_creates_one_sandbox_per_pod_and_starts_each_container_once(
         }
     });
 }
+
+#[test]
+fn a_runtime_without_the_stream_keeps_the_one_second_relist() {
+    run_paused(async {
+        // containerd 1.6: GetContainerEvents is UNIMPLEMENTED.
+        let mock = mock();
+        mock.inject(
+            "GetContainerEvents",
+            actlet::cri::mock::Fault::error(tonic::Code::Unimplemented, "unknown method GetContainerEvents"),
+        );
+        let (node, relists) = start_node(&mock, true);
+        node.set_pods(vec![web()]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        let n = relists_during(&relists, Duration::from_secs(120)).await;
+        assert!(n >= 100, "{n} relists in 120 s");
+        // Asked again at most once a minute, in case the runtime is upgraded.
+        let asked = mock.calls_to("GetContainerEvents").len();
+        assert!((2..=4).contains(&asked), "asked {asked} times in ~2 min");
+        let id = mock.find_container("web", "app").unwrap().status.id;
+        assert!(mock.exit_container(&id, 3));
+        node.wait_for_restart_count("default", "web", "app", 1, Duration::from_secs(5))
+            .await
+            .expect("the relist finds the exit");
+    });
+}
+
+#[test]
+fn a_restarted_pleg_watches_again() {
+    run_paused(async {
+        use actlet::actors::supervisor::KillChild;
+        let mock = mock();
+        let (node, relists) = start_node(&mock, true);
+        node.set_pods(vec![web()]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        node.kubelet()
+            .root
+            .addr()
+            .send(KillChild("pleg".into()))
+            .await
+            .expect("root reachable")
+            .expect("pleg killed");
+        sleep(Duration::from_secs(5)).await;
+        assert_eq!(
+            mock.calls_to("GetContainerEvents").len(),
+            2,
+            "the new instance opened its own stream"
+        );
+        let n = relists_during(&relists, Duration::from_secs(120)).await;
+        assert!(n <= 1, "{n} relists in 120 s");
+        let id = mock.find_container("web", "app").unwrap().status.id;
+        assert!(mock.exit_container(&id, 3));
+        node.wait_for_restart_count("default", "web", "app", 1, Duration::from_secs(5))
+            .await
+            .expect("the exit is seen through the new stream");
+        assert_eq!(mock.calls_to("RunPodSandbox").len(), 1, "no second sandbox");
+    });
+}
