@@ -184,6 +184,11 @@ impl Runtime for Counting {
         (image_fs_info, "ImageFsInfo", ImageFsInfoRequest, ImageFsInfoResponse),
     }
 
+    async fn get_container_events(&self, req: v1::GetEventsRequest) -> CriResult<actlet::cri::ContainerEventStream> {
+        self.count("GetContainerEvents");
+        self.inner.get_container_events(req).await
+    }
+
     async fn run_pod_sandbox(&self, req: v1::RunPodSandboxRequest) -> CriResult<v1::RunPodSandboxResponse> {
         self.count("RunPodSandbox");
         let uid = req.config.as_ref().and_then(|c| c.labels.get(POD_UID_LABEL).cloned());

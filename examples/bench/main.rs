@@ -96,6 +96,9 @@ struct CaseArgs {
     deadline_secs: u64,
     #[arg(long)]
     work_dir: PathBuf,
+    /// Feature gate `EventedPLEG` (the mock's container events).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    evented: bool,
 }
 
 fn main() -> ExitCode {
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
                 idle: Duration::from_secs(a.idle_secs),
                 deadline: Duration::from_secs(a.deadline_secs),
                 work_dir: a.work_dir,
+                evented: a.evented,
             };
             match mock::run_case(case) {
                 Ok(()) => {
@@ -211,6 +215,7 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             a.work_dir.join("mock")
         };
         let case = |pods: usize, latency: bool, source: &str, runtime: &str, idle: u64, deadline: u64| mock::Case {
+            evented: false,
             pods,
             latency,
             source: source.into(),
@@ -225,6 +230,10 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let cases = if a.quick {
             vec![
                 case(1_000, false, "file", "mock", 5, 120),
+                mock::Case {
+                    evented: true,
+                    ..case(1_000, false, "file", "mock", 5, 120)
+                },
                 case(1_000, false, "file", "indexed", 0, 120),
                 case(1_000, true, "file", "mock", 0, 120),
                 case(1_000, false, "custom", "mock", 0, 120),
@@ -234,6 +243,10 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             vec![
                 case(1_000, false, "file", "mock", 60, 300),
                 case(10_000, false, "file", "mock", 60, 240),
+                mock::Case {
+                    evented: true,
+                    ..case(10_000, false, "file", "mock", 60, 240)
+                },
                 case(10_000, false, "file", "indexed", 60, 300),
                 case(10_000, false, "custom", "indexed", 0, 300),
                 case(1_000, true, "file", "mock", 0, 300),
