@@ -120,6 +120,10 @@ fn run(resolved: Resolved) -> ExitCode {
         }
     };
     resolved.apply_to(&mut config);
+    if config.shutdown.enabled() {
+        // Where systemd-logind runs, it is the trigger (SIGUSR1 stays one too).
+        config.shutdown.logind = Some(actlet::nodeshutdown::logind::LogindTarget::system());
+    }
     // held until actlet exits
     let _lock = match actlet::process::setup(&flags) {
         Ok(l) => l,

@@ -18,8 +18,9 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 
+# dbus-daemon: a private bus for the systemd-logind test (tests/nodeshutdown_logind.rs).
 REQUIRED=(containerd runc containernetworking-plugins iptables iproute2 busybox-static
-          umoci skopeo gcc libc6-dev)
+          umoci skopeo gcc libc6-dev dbus-daemon)
 OPTIONAL=(cri-tools)
 
 is_installed() {

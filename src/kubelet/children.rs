@@ -91,6 +91,7 @@ pub(super) fn node_managers(
         handle: i.shutdown,
         state_file: Some(config.root_dir.join(crate::nodeshutdown::state::STATE_FILE)),
         gauges: i.shutdown_gauges,
+        inhibit: crate::nodeshutdown::logind::InhibitLock::default(),
     };
     let spec = ChildSpec::new("node-shutdown-manager", move || {
         crate::nodeshutdown::NodeShutdownManager::new(deps.clone())

@@ -59,11 +59,13 @@ pub struct ShutdownDeps {
     pub state_file: Option<std::path::PathBuf>,
     /// The start/end time gauges.
     pub gauges: super::ShutdownGauges,
+    /// logind's delay lock, while held (outlives the actor).
+    pub inhibit: super::logind::InhibitLock,
 }
 
 /// The `node-shutdown-manager` actor. See the [module docs](self).
 pub struct NodeShutdownManager {
-    deps: ShutdownDeps,
+    pub(super) deps: ShutdownDeps,
     running: bool,
 }
 
@@ -158,6 +160,9 @@ impl NodeShutdownManager {
             if let Some(started) = &recorded {
                 act.record(&started.ended(k8s_openapi::jiff::Timestamp::now()));
             }
+            if act.deps.inhibit.release() {
+                tracing::info!("released the shutdown inhibitor lock");
+            }
             tracing::info!("shutdown manager completed processing shutdown event, node will shutdown shortly");
         }));
     }
@@ -200,6 +205,9 @@ impl Actor for NodeShutdownManager {
             tracing::info!("restarted during a node shutdown: resuming it");
             self.process(ctx);
         }
+        if let Some(target) = self.deps.config.logind.clone() {
+            self.watch_logind(ctx, target);
+        }
     }
 }
 
@@ -207,6 +215,13 @@ impl Handler<NodeShutdownEvent> for NodeShutdownManager {
     type Result = ();
 
     fn handle(&mut self, NodeShutdownEvent(shutting_down): NodeShutdownEvent, ctx: &mut Self::Context) {
+        self.on_event(shutting_down, ctx);
+    }
+}
+
+impl NodeShutdownManager {
+    /// A shutdown (`true`) or its cancellation, from any trigger.
+    pub(super) fn on_event(&mut self, shutting_down: bool, ctx: &mut Context<Self>) {
         let message = if shutting_down {
             "Shutdown manager detected shutdown event"
         } else {

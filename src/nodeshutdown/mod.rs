@@ -5,21 +5,27 @@
 //! reason `Terminated`, the node reports NotReady ("node is shutting down")
 //! and admits no new pod (`NodeShutdown`).
 //!
-//! The trigger is SIGUSR1 to the daemon (as upstream's kubelet also accepts)
-//! or [`Kubelet::node_shutdown`](crate::Kubelet::node_shutdown) for
-//! embedders. Each shutdown is recorded in `<root-dir>/graceful_node_shutdown_state`
-//! and `kubelet_graceful_shutdown_{start,end}_time_seconds`. Not built yet:
-//! systemd-logind's `PrepareForShutdown` signal and its delay inhibitor lock
-//! over D-Bus.
+//! The trigger is systemd-logind's `PrepareForShutdown` signal over D-Bus
+//! ([`logind`]: the daemon holds a delay inhibitor lock on shutdown, raising
+//! logind's `InhibitDelayMaxSec` when it is shorter than the grace period, and
+//! releases it once every group is done), SIGUSR1 to the daemon where there is
+//! no logind (as upstream's kubelet also accepts), or
+//! [`Kubelet::node_shutdown`](crate::Kubelet::node_shutdown) for embedders.
+//! Each shutdown is recorded in `<root-dir>/graceful_node_shutdown_state`
+//! and `kubelet_graceful_shutdown_{start,end}_time_seconds`.
 //!
 //! - [`groups`]: budgets per priority group (pure);
 //! - [`ShutdownHandle`]: the owned state (shutting down or not) and admission;
 //! - [`state`]: the state file (`graceful_node_shutdown_state`) behind the
 //!   start/end time gauges;
-//! - [`actor`]: the `node-shutdown-manager` actor.
+//! - [`logind`]: the D-Bus client of systemd-logind and the lock's owner;
+//! - [`actor`]: the `node-shutdown-manager` actor (its logind watch in
+//!   `actor_logind.rs`).
 
 pub mod actor;
+mod actor_logind;
 pub mod groups;
+pub mod logind;
 pub mod state;
 
 use std::sync::Arc;
@@ -120,6 +126,10 @@ impl ShutdownHandle {
 pub struct ShutdownConfig {
     /// The groups, lowest priority first (empty: graceful shutdown off).
     pub periods: Vec<PriorityPeriod>,
+    /// The systemd-logind to take the inhibitor lock from and watch for
+    /// `PrepareForShutdown` (`None`: only the explicit trigger). The daemon
+    /// sets the system bus's; embedders and tests opt in.
+    pub logind: Option<logind::LogindTarget>,
 }
 
 impl ShutdownConfig {
@@ -133,6 +143,7 @@ impl ShutdownConfig {
         };
         Self {
             periods: groups::sorted(periods),
+            logind: None,
         }
     }
 
