@@ -17,8 +17,11 @@
 //! until those pods' workers have terminated (at most 30 s, upstream
 //! `podCleanupTimeout`).
 //!
+//! With `kernelMemcgNotification`, the kernel's memcg threshold
+//! notifications start a round at once (`actor_memcg.rs`).
+//!
 //! Fields: all derived (the round-in-flight flag, whether images have their
-//! own filesystem, asked once per instance). The tracker and the pods being
+//! own filesystem, asked once per instance, the memcg notifiers). The tracker and the pods being
 //! evicted are owned state in the [`EvictionHandle`], which survives a
 //! restart; a round cut short by one only delays the next.
 
@@ -94,9 +97,12 @@ struct Eviction {
 
 /// The `eviction-manager` actor. See the [module docs](self).
 pub struct EvictionManager {
-    deps: EvictionDeps,
+    pub(super) deps: EvictionDeps,
     running: bool,
     dedicated_image_fs: Option<bool>,
+    /// The kernel memcg notifiers (`actor_memcg.rs`): derived, re-registered
+    /// from the next summary by a new instance.
+    pub(super) memcg: super::actor_memcg::MemcgWatches,
 }
 
 impl EvictionManager {
@@ -106,10 +112,11 @@ impl EvictionManager {
             deps,
             running: false,
             dedicated_image_fs: None,
+            memcg: Default::default(),
         }
     }
 
-    fn tick(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn tick(&mut self, ctx: &mut Context<Self>) {
         if self.deps.config.thresholds.is_empty() && !self.any_local_storage_limit() {
             // Nothing could be evicted: the summary (a walk of every pod's
             // files) is not read for nothing.
@@ -197,6 +204,7 @@ impl EvictionManager {
     }
 
     fn synchronize(&mut self, summary: &Summary, ctx: &mut Context<Self>) {
+        self.update_memcg(summary, ctx);
         let cfg = &self.deps.config;
         let now = Instant::now();
         let observations = observe(summary, self.deps.allocatable_memory);

@@ -16,7 +16,9 @@
 //! `monitoringInterval` (10 s).
 
 pub mod actor;
+mod actor_memcg;
 pub mod local_storage;
+pub mod memcg;
 pub mod rank;
 pub mod signals;
 pub mod state;
@@ -131,6 +133,13 @@ pub struct EvictionConfig {
     /// limits (default on; with it off and no thresholds the manager is not
     /// started).
     pub local_storage_capacity_isolation: bool,
+    /// `kernelMemcgNotification`: the kernel signals memory thresholds at
+    /// once ([`memcg`]; cgroup v1 only, default off as upstream).
+    pub kernel_memcg_notification: bool,
+    /// The cgroup v1 memory hierarchy (`/sys/fs/cgroup/memory`).
+    pub memory_cgroup_mount: std::path::PathBuf,
+    /// The pods' cgroup under it (`/kubepods`: `allocatableMemory.available`).
+    pub pods_cgroup: String,
 }
 
 impl Default for EvictionConfig {
@@ -142,6 +151,9 @@ impl Default for EvictionConfig {
             monitoring_interval: MONITORING_INTERVAL,
             summary: None,
             local_storage_capacity_isolation: true,
+            kernel_memcg_notification: false,
+            memory_cgroup_mount: std::path::PathBuf::from("/sys/fs/cgroup/memory"),
+            pods_cgroup: "/kubepods".to_string(),
         }
     }
 }

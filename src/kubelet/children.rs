@@ -52,8 +52,13 @@ pub(super) fn node_managers(
     if config.eviction.thresholds.is_empty() && !config.eviction.local_storage_capacity_isolation {
         tracing::info!("no eviction thresholds and localStorageCapacityIsolation off: eviction manager off");
     } else {
+        let mut eviction = config.eviction.clone();
+        // The notifiers watch the node allocatable cgroup as the driver names it.
+        let naming = &config.cgroups.naming;
+        eviction.pods_cgroup = naming.kubepods().to_driver(naming.driver);
+        eviction.memory_cgroup_mount = config.cgroups.cgroup_mount.join("memory");
         let deps = crate::eviction::EvictionDeps {
-            config: config.eviction.clone(),
+            config: eviction,
             source: config
                 .eviction
                 .summary

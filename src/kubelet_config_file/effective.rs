@@ -54,6 +54,9 @@ impl Resolved {
             config.container_log_policy.monitor_interval = d;
         }
         config.evented_pleg = super::defaults::gate_enabled(kc, "EventedPLEG");
+        if let Some(on) = kc.kernel_memcg_notification {
+            config.eviction.kernel_memcg_notification = on;
+        }
         if let Some(on) = kc.local_storage_capacity_isolation {
             config.eviction.local_storage_capacity_isolation = on;
         }

@@ -128,7 +128,7 @@ pub const FIELDS: &[(&str, Support)] = &[
     ("allowedUnsafeSysctls", H),
     ("volumePluginDir", N),
     ("providerID", N),
-    ("kernelMemcgNotification", N),
+    ("kernelMemcgNotification", H),
     ("logging", N),
     ("logging.verbosity", H),
     ("enableSystemLogHandler", N),
