@@ -45,6 +45,8 @@ pub struct DesiredPod {
 #[derive(Clone, Debug, Default)]
 pub struct PodManager {
     pods: Arc<DashMap<PodUid, DesiredPod>>,
+    /// Bumped on every change (readers that scan all pods skip unchanged sets).
+    generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The UID of a pod (empty when unset).
@@ -97,6 +99,21 @@ impl PodManager {
     /// ```
     pub fn upsert(&self, pod: Arc<Pod>, source: PodSource) {
         self.pods.insert(pod_uid(&pod), DesiredPod { pod, source });
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A number that changes whenever a pod is added, replaced or removed.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// let g = pods.generation();
+    /// pods.upsert(Arc::new(actlet::testing::PodBuilder::new("web").uid("u1").build()), PodSource::File);
+    /// assert_ne!(pods.generation(), g);
+    /// ```
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Removes a pod; returns what was there.
@@ -110,7 +127,11 @@ impl PodManager {
     /// assert!(pods.remove(&"u1".into()).is_none());
     /// ```
     pub fn remove(&self, uid: &PodUid) -> Option<DesiredPod> {
-        self.pods.remove(uid).map(|(_, d)| d)
+        let removed = self.pods.remove(uid).map(|(_, d)| d);
+        if removed.is_some() {
+            self.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
+        }
+        removed
     }
 
     /// The pod with `uid`.

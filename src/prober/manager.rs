@@ -136,7 +136,15 @@ pub struct ProberManager {
     supervisor: ChildRef<Supervisor>,
     workers_path: String,
     tree: SupervisionTree,
+    /// The pod and status generations the last pass saw, and when the last
+    /// full pass ran (derived: a new instance starts with a full pass).
+    seen: Option<(u64, u64)>,
+    last_full: Option<tokio::time::Instant>,
 }
+
+/// A pass runs at least this often even when neither the pods nor their
+/// statuses changed (workers that went away are started again).
+pub const FULL_RECONCILE_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl ProberManager {
     /// A manager starting workers under `supervisor`, whose path in `tree`
@@ -152,6 +160,8 @@ impl ProberManager {
             supervisor,
             workers_path,
             tree,
+            seen: None,
+            last_full: None,
         }
     }
 
@@ -182,6 +192,15 @@ impl ProberManager {
         if self.deps.store.take_injected_panic() {
             panic!("injected panic in the prober manager");
         }
+        // Nothing to do when neither the pods nor their statuses changed
+        // (at 10k pods a pass walks every pod, status and worker).
+        let generations = (self.deps.pods.generation(), self.deps.statuses.generation());
+        let recent = self.last_full.is_some_and(|t| t.elapsed() < FULL_RECONCILE_PERIOD);
+        if self.seen == Some(generations) && recent {
+            return;
+        }
+        self.seen = Some(generations);
+        self.last_full = Some(tokio::time::Instant::now());
         let pods = self.deps.pods.pods();
         let statuses: Vec<_> = pods.iter().map(|d| self.deps.statuses.get(&pod_uid(&d.pod))).collect();
         let existing = self.existing();

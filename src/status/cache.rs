@@ -53,6 +53,8 @@ pub struct VersionedStatus {
 #[derive(Clone, Debug, Default)]
 pub struct StatusCache {
     map: Arc<DashMap<PodUid, VersionedStatus>>,
+    /// Bumped on every change.
+    generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl StatusCache {
@@ -130,10 +132,18 @@ impl StatusCache {
 
     pub(crate) fn insert(&self, uid: PodUid, status: VersionedStatus) {
         self.map.insert(uid, status);
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 
     pub(crate) fn remove(&self, uid: &PodUid) -> Option<VersionedStatus> {
-        self.map.remove(uid).map(|(_, v)| v)
+        let removed = self.map.remove(uid).map(|(_, v)| v);
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
+        removed
+    }
+
+    /// A number that changes whenever a status is stored or removed.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 

@@ -53,10 +53,20 @@ pub struct ReconcileDeps {
     pub resync: Duration,
     /// Worker states: pods terminated for good lose their volumes.
     pub terminated: Option<crate::pod_workers::PodSyncStatuses>,
+    /// The pod generation whose references were last handed to the object
+    /// managers (`u64::MAX`: never).
+    pub refs_generation: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Sets up whatever of `pod`'s volumes is due.
 async fn sync_pod_volumes(deps: &ReconcileDeps, pod: Arc<Pod>) {
+    if pod
+        .spec
+        .as_ref()
+        .is_none_or(|s| s.volumes.as_ref().is_none_or(Vec::is_empty))
+    {
+        return; // nothing to mount (and no state to copy, each pass, per pod)
+    }
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let retry_now = deps.store.take_retry(&uid);
     let state = deps.store.pod(&uid).unwrap_or_default();
@@ -120,13 +130,21 @@ pub async fn reconcile_once(deps: &ReconcileDeps) {
         .for_each_concurrent(PARALLEL_PODS, |pod| sync_pod_volumes(deps, pod))
         .await;
 
-    let (mut cms, mut secrets) = (BTreeSet::<ObjectKey>::new(), BTreeSet::<ObjectKey>::new());
-    for p in &deps.pods.pods() {
-        let r = pod_references(&p.pod);
-        cms.extend(r.config_maps);
-        secrets.extend(r.secrets);
+    // The objects the pods reference change only with the pods.
+    let generation = deps.pods.generation();
+    if deps
+        .refs_generation
+        .swap(generation, std::sync::atomic::Ordering::AcqRel)
+        != generation
+    {
+        let (mut cms, mut secrets) = (BTreeSet::<ObjectKey>::new(), BTreeSet::<ObjectKey>::new());
+        for p in &deps.pods.pods() {
+            let r = pod_references(&p.pod);
+            cms.extend(r.config_maps);
+            secrets.extend(r.secrets);
+        }
+        deps.setup.objects.retain(&cms, &secrets);
     }
-    deps.setup.objects.retain(&cms, &secrets);
 
     let wanted: BTreeSet<String> = desired.iter().filter_map(|p| p.metadata.uid.clone()).collect();
     for uid in deps.store.uids() {
