@@ -100,6 +100,9 @@ impl Watch {
     /// One connection: until it ends (`Ok`) or fails.
     async fn watch_once(&self) -> Result<(), LogindError> {
         let logind = Logind::connect(&self.target).await?;
+        // Subscribed first: a shutdown announced once the lock is held is
+        // never missed.
+        let mut signals = logind.shutdown_events().await?;
         if let Err(e) = logind.ensure_inhibit_delay(self.requested, &self.target.conf_dir).await {
             // Upstream stops here; the lock still buys logind's own maximum.
             tracing::error!(error = %e, "logind's InhibitDelayMaxSec is shorter than the shutdown grace period");
@@ -107,7 +110,6 @@ impl Watch {
         if !self.lock.held() && !self.handle.shutting_down() {
             self.lock.hold(logind.inhibit_shutdown().await?);
         }
-        let mut signals = logind.shutdown_events().await?;
         tracing::info!(
             inhibit_lock = self.lock.held(),
             "watching systemd-logind for node shutdown"
