@@ -164,6 +164,7 @@ fn container_gc_waits_for_sources_and_reports_failures() {
             pod_logs_dir: tmp.path().to_path_buf(),
             container_logs_dir: None,
             cgroup_mount: None,
+            systemd_slices: None,
             state: GcState::new(),
             events,
             node_name: "node-a".into(),

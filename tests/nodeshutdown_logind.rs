@@ -14,10 +14,12 @@
 //! Needs `dbus-daemon` (Debian package `dbus-daemon`, installed by `.ci/run`);
 //! skipped loudly without it unless `ACTLET_REQUIRE_DBUS=1`.
 
-use std::io::{Read, Write};
+#[path = "support/dbus.rs"]
+mod dbus;
+
+use std::io::Read;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,73 +29,6 @@ use actlet::nodeshutdown::logind::LogindTarget;
 use actlet::testing::{PodBuilder, TestNode, TestSystem, wait_until};
 use zbus::object_server::SignalEmitter;
 use zbus::zvariant::OwnedFd;
-
-/// A private bus; the daemon is stopped (by its PID) on drop.
-struct Bus {
-    daemon: Child,
-    address: String,
-}
-
-impl Drop for Bus {
-    fn drop(&mut self) {
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
-    }
-}
-
-fn start_bus(dir: &Path) -> Option<Bus> {
-    let socket = dir.join("bus");
-    let config = dir.join("bus.conf");
-    std::fs::write(
-        &config,
-        format!(
-            r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"#,
-            socket.display()
-        ),
-    )
-    .unwrap();
-    let daemon = match Command::new("dbus-daemon")
-        .arg(format!("--config-file={}", config.display()))
-        .args(["--nofork", "--nopidfile"])
-        .stdout(Stdio::null())
-        .spawn()
-    {
-        Ok(d) => d,
-        Err(e) if std::env::var("ACTLET_REQUIRE_DBUS").as_deref() == Ok("1") => {
-            panic!("ACTLET_REQUIRE_DBUS=1 but dbus-daemon cannot run: {e}")
-        }
-        Err(e) => {
-            let msg = format!(
-                "\n*** SKIPPED nodeshutdown_logind: dbus-daemon cannot run ({e}); apt install dbus-daemon ***\n"
-            );
-            let _ = std::io::stderr().write_all(msg.as_bytes());
-            return None;
-        }
-    };
-    let bus = Bus {
-        daemon,
-        address: format!("unix:path={}", socket.display()),
-    };
-    for _ in 0..500 {
-        if socket.exists() {
-            return Some(bus);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("dbus-daemon did not create {}", socket.display());
-}
 
 /// What the fake logind saw and holds.
 #[derive(Clone, Default)]
@@ -179,7 +114,9 @@ fn terminated(node: &TestNode, name: &str) -> bool {
 #[test]
 fn logind_drives_graceful_shutdown_and_holds_the_delay_lock_until_pods_are_gone() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(bus) = start_bus(dir.path()) else { return };
+    let Some(bus) = dbus::start_bus(dir.path(), "nodeshutdown_logind") else {
+        return;
+    };
     let conf_dir = dir.path().join("logind.conf.d");
     TestSystem::real_time().block_on(async move {
         let seen = Seen::default();

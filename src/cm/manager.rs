@@ -64,6 +64,9 @@ pub struct CmConfig {
     pub mode: CmMode,
     /// Where cgroupfs is mounted (`/sys/fs/cgroup`).
     pub cgroup_mount: PathBuf,
+    /// The D-Bus address of systemd for the systemd driver (`None`: the
+    /// system bus).
+    pub systemd_bus: Option<String>,
 }
 
 impl Default for CmConfig {
@@ -74,6 +77,7 @@ impl Default for CmConfig {
             enforce_node_allocatable: vec!["pods".into()],
             mode: CmMode::Auto,
             cgroup_mount: PathBuf::from(crate::gc::cgroups::CGROUP_MOUNT),
+            systemd_bus: None,
         }
     }
 }
@@ -99,6 +103,8 @@ struct Inner {
     active: std::sync::OnceLock<bool>,
     /// Held while deciding (one decision at a time).
     deciding: tokio::sync::Mutex<()>,
+    /// systemd, for the systemd driver on a host.
+    slices: Option<Arc<super::systemd::SystemdSlices>>,
 }
 
 /// The shared container manager handle (cheap to clone; restart-safe: it
@@ -141,14 +147,34 @@ impl ContainerManager {
                 node,
                 active: std::sync::OnceLock::new(),
                 deciding: tokio::sync::Mutex::new(()),
+                slices: None,
             }),
         }
     }
 
+    /// systemd (the systemd driver on a host), for stopping pod slices.
+    pub fn systemd_slices(&self) -> Option<Arc<super::systemd::SystemdSlices>> {
+        self.inner.slices.clone()
+    }
+
     /// A manager on the host's cgroupfs (`config.cgroup_mount`, version detected).
+    /// With the systemd driver the slices are also declared to systemd over
+    /// D-Bus ([`super::systemd`]).
     pub fn on_host(config: CmConfig, runtime: SharedRuntime, pods: PodManager, node: NodeCapacity) -> Self {
-        let fs = Arc::new(Cgroupfs::detect(&config.cgroup_mount));
-        Self::new(config, fs, Some(runtime), pods, node)
+        let cgroupfs = Cgroupfs::detect(&config.cgroup_mount);
+        let handle = tokio::runtime::Handle::try_current().ok();
+        match handle.filter(|_| config.naming.driver == CgroupDriver::Systemd) {
+            Some(handle) => {
+                let slices = Arc::new(super::systemd::SystemdSlices::new(handle, config.systemd_bus.clone()));
+                let fs = Arc::new(super::systemd::SystemdCgroupfs::new(cgroupfs, slices.clone()));
+                let mut m = Self::new(config, fs, Some(runtime), pods, node);
+                if let Some(inner) = Arc::get_mut(&mut m.inner) {
+                    inner.slices = Some(slices);
+                }
+                m
+            }
+            None => Self::new(config, Arc::new(cgroupfs), Some(runtime), pods, node),
+        }
     }
 
     /// A manager that manages nothing (tests, embedders without cgroups).
@@ -231,12 +257,6 @@ impl ContainerManager {
 
     async fn setup(&self) -> bool {
         let c = &self.inner.config;
-        if c.naming.driver == CgroupDriver::Systemd {
-            tracing::warn!(
-                "cgroupDriver systemd: kubelet cgroups get systemd slice names but are created as cgroupfs \
-                 directories, not as transient units through systemd's D-Bus API"
-            );
-        }
         let me = self.clone();
         let setup = tokio::task::spawn_blocking(move || me.setup_qos_hierarchy()).await;
         match setup {

@@ -15,6 +15,7 @@ pub mod names;
 pub mod oom_parser;
 pub mod oom_watcher;
 pub mod resources;
+pub mod systemd;
 
 pub use assemble::{Assembled, CmInputs, assemble};
 pub use manager::{CmConfig, CmMode, ContainerManager, NodeCapacity};

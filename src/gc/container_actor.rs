@@ -52,6 +52,8 @@ pub struct ContainerGcDeps {
     /// Where the cgroup hierarchies are mounted, to remove the pod cgroups
     /// of removed pods (`None`: leave them).
     pub cgroup_mount: Option<std::path::PathBuf>,
+    /// systemd, when pod cgroups are its slices (stopped before removal).
+    pub systemd_slices: Option<std::sync::Arc<crate::cm::systemd::SystemdSlices>>,
     /// State outliving the actor.
     pub state: GcState,
     /// Node events.
@@ -274,9 +276,22 @@ async fn remove_pod_cgroups(
     let (containers, sandboxes) = list(&deps.runtime).await?;
     let held = known_pods(&containers, &sandboxes);
     let doomed = cgroups::evictable_pod_cgroups(&found, live, known, &held);
+    let slices = deps.systemd_slices.clone();
     let removed = tokio::task::spawn_blocking(move || {
         doomed
             .iter()
+            .filter(|dir| {
+                // A pod slice systemd knows is stopped first (upstream's
+                // Destroy); systemd then removes its cgroup itself.
+                let unit = dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .filter(|n| n.ends_with(".slice"));
+                if let (Some(slices), Some(unit)) = (&slices, unit) {
+                    slices.stop_slice(unit);
+                }
+                true
+            })
             .filter(|dir| match cgroups::remove_cgroup(dir) {
                 Ok(()) => {
                     tracing::info!(path = %dir.display(), "removed pod cgroup");

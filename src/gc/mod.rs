@@ -61,6 +61,8 @@ pub struct GcInputs<'a> {
     pub state: GcState,
     /// Node events.
     pub events: EventRecorder,
+    /// systemd, when pod slices are its units.
+    pub systemd_slices: Option<std::sync::Arc<crate::cm::systemd::SystemdSlices>>,
 }
 
 /// The `container-gc` and `image-gc` children (no `image-gc` when image
@@ -82,6 +84,7 @@ pub fn children(i: GcInputs<'_>) -> (Vec<AnyChildSpec>, GcReclaim) {
         events: i.events.clone(),
         node_name: c.node_name.clone(),
         wall_clock: c.wall_clock.clone(),
+        systemd_slices: i.systemd_slices.clone(),
     };
     let mut reclaim = GcReclaim {
         container: container.clone(),

@@ -32,6 +32,8 @@ pub(super) struct ManagerInputs<'a> {
     pub evictions:
         prometheus_client::metrics::family::Family<Vec<(String, String)>, prometheus_client::metrics::gauge::Gauge>,
     pub shutdown_gauges: crate::nodeshutdown::ShutdownGauges,
+    /// systemd, when pod slices are its units (the GC stops them).
+    pub systemd_slices: Option<std::sync::Arc<crate::cm::systemd::SystemdSlices>>,
 }
 
 /// The managers' children, and where shutdown events go (`None`: graceful
@@ -48,6 +50,7 @@ pub(super) fn node_managers(
         sync_state: i.sync_state,
         state: crate::gc::GcState::new(),
         events: i.events.clone(),
+        systemd_slices: i.systemd_slices.clone(),
     });
     if config.eviction.thresholds.is_empty() && !config.eviction.local_storage_capacity_isolation {
         tracing::info!("no eviction thresholds and localStorageCapacityIsolation off: eviction manager off");

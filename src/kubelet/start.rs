@@ -485,6 +485,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         shutdown: shutdown.clone(),
         evictions: metrics.evictions(),
         shutdown_gauges: metrics.shutdown(),
+        systemd_slices: cm.handle.systemd_slices(),
     });
     for spec in managers {
         root = root.child(spec);
