@@ -34,6 +34,15 @@ struct Seen {
 
 struct FakeSystemd(Seen);
 
+/// systemd's own error names.
+#[derive(Debug, zbus::DBusError)]
+#[zbus(prefix = "org.freedesktop.systemd1")]
+enum SystemdError {
+    #[zbus(error)]
+    ZBus(zbus::Error),
+    UnitExists(String),
+}
+
 #[zbus::interface(name = "org.freedesktop.systemd1.Manager")]
 impl FakeSystemd {
     fn start_transient_unit(
@@ -42,11 +51,13 @@ impl FakeSystemd {
         mode: String,
         properties: Vec<(String, OwnedValue)>,
         _aux: Vec<(String, Vec<(String, OwnedValue)>)>,
-    ) -> zbus::fdo::Result<OwnedObjectPath> {
+    ) -> Result<OwnedObjectPath, SystemdError> {
         assert_eq!(mode, "replace");
         let mut started = self.0.started.lock().unwrap();
         if started.iter().any(|(n, _)| *n == name) {
-            return Err(zbus::fdo::Error::Failed(format!("Unit {name} already exists.")));
+            return Err(SystemdError::UnitExists(format!(
+                "Unit {name} was already loaded or has a fragment file."
+            )));
         }
         started.push((name, properties.into_iter().collect()));
         Ok(OwnedObjectPath::try_from("/org/freedesktop/systemd1/job/1").unwrap())
@@ -115,7 +126,7 @@ async fn slices_are_transient_units_with_their_limits() {
         cpu_cfs_quota: true,
         ..Default::default()
     };
-    let cm = ContainerManager::new(config, fs, None, PodManager::new(), node);
+    let cm = ContainerManager::new(config.clone(), fs.clone(), None, PodManager::new(), node);
     assert!(cm.start().await, "the container manager is on");
 
     let started = seen.started.lock().unwrap().clone();
@@ -173,6 +184,21 @@ async fn slices_are_transient_units_with_their_limits() {
     let (name, props) = set.last().expect("SetUnitProperties");
     assert_eq!(name, "kubepods-burstable-podu_1.slice");
     assert_eq!(u64_of(props, "MemoryMax"), Some(128 << 20));
+
+    // A restarted actlet: the units exist, so their properties are set.
+    let again = ContainerManager::new(config, fs, None, PodManager::new(), node);
+    assert!(again.start().await);
+    let set = seen.set.lock().unwrap().clone();
+    let kubepods = set
+        .iter()
+        .find(|(n, _)| n == "kubepods.slice")
+        .expect("kubepods.slice updated");
+    assert_eq!(u64_of(&kubepods.1, "MemoryMax"), Some(4 << 30));
+    assert_eq!(
+        seen.started.lock().unwrap().len(),
+        4,
+        "no second StartTransientUnit succeeded"
+    );
 
     // The GC stops a pod slice before removing its directory.
     let s = slices.clone();

@@ -123,6 +123,11 @@ fn slice_properties(unit: &str, res: &ResourceConfig, version: CgroupVersion) ->
     props
 }
 
+/// Whether `e` is the D-Bus error `name` (libcontainer's `isUnitExists`).
+fn is_error(e: &zbus::Error, name: &str) -> bool {
+    matches!(e, zbus::Error::MethodError(n, _, _) if n.as_str() == name)
+}
+
 /// A systemd manager reached over D-Bus (connected on first use).
 pub struct SystemdSlices {
     handle: tokio::runtime::Handle,
@@ -204,7 +209,9 @@ impl SystemdSlices {
         });
         match started {
             Some(Ok(_job)) => tracing::debug!(unit, "started transient slice"),
-            Some(Err(e)) if e.to_string().contains("already exists") => self.set_properties(unit, res, version),
+            Some(Err(e)) if is_error(&e, "org.freedesktop.systemd1.UnitExists") => {
+                self.set_properties(unit, res, version)
+            }
             Some(Err(e)) => tracing::warn!(unit, error = %e, "systemd refused the slice; cgroupfs only"),
             None => {}
         }
@@ -230,7 +237,7 @@ impl SystemdSlices {
         let stopped = self.call("StopUnit", async |p| p.stop_unit(unit, "replace").await);
         match stopped {
             Some(Ok(_)) => tracing::debug!(unit, "stopped slice"),
-            Some(Err(e)) if e.to_string().contains("not loaded") => {}
+            Some(Err(e)) if is_error(&e, "org.freedesktop.systemd1.NoSuchUnit") => {}
             Some(Err(e)) => tracing::warn!(unit, error = %e, "systemd did not stop the slice"),
             None => {}
         }
