@@ -146,6 +146,7 @@ fn the_eviction_manager_runs_at_once_when_the_kernel_signals_a_memory_threshold(
             "echo $$ > {} && exec python3 -c 'b = bytearray(64 << 20); import time; time.sleep(10)'",
             procs.display()
         );
+        let t = std::time::Instant::now();
         let mut child = Command::new("sh")
             .args(["-c", &script])
             .stdout(Stdio::null())
@@ -153,6 +154,7 @@ fn the_eviction_manager_runs_at_once_when_the_kernel_signals_a_memory_threshold(
             .expect("sh");
         let r = reads.0.clone();
         let reacted = actlet::testing::wait_until(|| r.load(Ordering::SeqCst) > before, Duration::from_secs(15)).await;
+        println!("memcg: a round {:?} after the allocating process started", t.elapsed());
         let _ = child.kill();
         let _ = child.wait();
         drop(node);
