@@ -23,27 +23,25 @@
 //!   readable without a message via [`PlegHealthHandle`].
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use futures::StreamExt;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use tokio::time::Instant;
 
 use super::cache::PodCache;
-use super::events::{Observed, PlegState, Relist, compute_events};
+use super::events::compute_events;
+use super::list::{Names, build, inspect, list, read};
 use super::records::{Records, observed_in};
 use super::watch::{ReconnectBackoff, event_pod};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::cri::v1;
 use crate::cri::{CriResult, SharedRuntime};
-use crate::kuberuntime::convert::get_pod_status;
-use crate::kuberuntime::labels::{POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL};
 use crate::messages::PodUid;
 use crate::messages::pleg::{PlegEvents, PodLifecycleEvent};
+
+pub use super::health::{EventedPlegMetrics, PlegHealthHandle};
 
 /// Upstream's relist period.
 pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
@@ -56,151 +54,6 @@ pub const EVENTED_RELIST_PERIOD: Duration = Duration::from_secs(300);
 pub const EVENTED_RELIST_THRESHOLD: Duration = Duration::from_secs(600);
 /// How long a targeted relist waits for more requests before it starts.
 pub const TARGETED_RELIST_DELAY: Duration = Duration::from_millis(1);
-/// How many pods' statuses are read concurrently after one relist.
-const INSPECT_CONCURRENCY: usize = 16;
-
-/// Shared view of the PLEG's health.
-#[derive(Clone, Debug)]
-pub struct PlegHealthHandle {
-    last: Arc<Mutex<Option<(Instant, Duration)>>>,
-    /// `kubelet_pleg_relist_duration_seconds`.
-    relist_seconds: prometheus_client::metrics::histogram::Histogram,
-    /// `kubelet_pleg_relist_interval_seconds`: from one relist's start to the next's.
-    relist_interval: prometheus_client::metrics::histogram::Histogram,
-    /// The container event stream is up (the global relist is then slower).
-    evented: Arc<AtomicBool>,
-    stream: EventedPlegMetrics,
-}
-
-/// The metrics of the container event stream (upstream names).
-#[derive(Clone, Debug)]
-pub struct EventedPlegMetrics {
-    /// `kubelet_evented_pleg_connection_success_count`.
-    pub successes: Gauge,
-    /// `kubelet_evented_pleg_connection_error_count`.
-    pub errors: Gauge,
-    /// `kubelet_evented_pleg_connection_latency_seconds`: from an event's
-    /// creation in the runtime to its receipt.
-    pub latency: Histogram,
-    /// `kubelet_pleg_pod_relist_duration_seconds`: one targeted relist.
-    pub pod_relist: Histogram,
-}
-
-impl Default for EventedPlegMetrics {
-    fn default() -> Self {
-        Self {
-            successes: Gauge::default(),
-            errors: Gauge::default(),
-            latency: crate::server::metrics::default_buckets(),
-            pod_relist: crate::server::metrics::default_buckets(),
-        }
-    }
-}
-
-impl Default for PlegHealthHandle {
-    fn default() -> Self {
-        Self {
-            last: Arc::default(),
-            relist_seconds: crate::server::metrics::default_buckets(),
-            relist_interval: crate::server::metrics::default_buckets(),
-            evented: Arc::default(),
-            stream: EventedPlegMetrics::default(),
-        }
-    }
-}
-
-impl PlegHealthHandle {
-    /// Observes relist durations into `histogram` (the metrics registry's).
-    pub fn with_relist_histogram(mut self, histogram: prometheus_client::metrics::histogram::Histogram) -> Self {
-        self.relist_seconds = histogram;
-        self
-    }
-
-    /// Observes the intervals between relist starts into `histogram`.
-    pub fn with_relist_interval_histogram(
-        mut self,
-        histogram: prometheus_client::metrics::histogram::Histogram,
-    ) -> Self {
-        self.relist_interval = histogram;
-        self
-    }
-
-    /// Counts and times the container event stream into `metrics` (the registry's).
-    pub fn with_evented_metrics(mut self, metrics: EventedPlegMetrics) -> Self {
-        self.stream = metrics;
-        self
-    }
-
-    /// Whether the runtime's container event stream is up (the global
-    /// relist then runs every [`EVENTED_RELIST_PERIOD`]).
-    pub fn is_evented(&self) -> bool {
-        self.evented.load(Ordering::Relaxed)
-    }
-
-    fn stream_connected(&self) {
-        self.stream.successes.inc();
-        self.evented.store(true, Ordering::Relaxed);
-    }
-
-    fn stream_failed(&self) {
-        self.stream.errors.inc();
-    }
-
-    fn stream_disconnected(&self) {
-        self.stream.errors.inc();
-        self.evented.store(false, Ordering::Relaxed);
-    }
-
-    fn observe_event_latency(&self, created_at_nanos: i64) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        let ago = now.saturating_sub(created_at_nanos).max(0);
-        #[allow(clippy::cast_precision_loss)]
-        self.stream.latency.observe(ago as f64 / 1e9);
-    }
-
-    fn observe_pod_relist(&self, took: Duration) {
-        self.stream.pod_relist.observe(took.as_secs_f64());
-    }
-
-    /// When the last relist finished and how long it took.
-    pub fn last_relist(&self) -> Option<(Instant, Duration)> {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn record(&self, finished: Instant, took: Duration) {
-        self.relist_seconds.observe(took.as_secs_f64());
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((prev_finished, prev_took)) = *last {
-            let started = finished.checked_sub(took).unwrap_or(finished);
-            let prev_started = prev_finished.checked_sub(prev_took).unwrap_or(prev_finished);
-            let interval = started.saturating_duration_since(prev_started);
-            self.relist_interval.observe(interval.as_secs_f64());
-        }
-        *last = Some((finished, took));
-    }
-
-    /// `Ok` while a relist finished within [`RELIST_THRESHOLD`] of `now`
-    /// (or none has run yet but the PLEG started recently); otherwise the
-    /// upstream message "PLEG is not healthy: pleg was last seen active …".
-    pub fn check(&self, now: Instant, started: Instant) -> Result<(), String> {
-        let last = self.last_relist().map_or(started, |(t, _)| t);
-        let since = now.saturating_duration_since(last);
-        let threshold = if self.is_evented() {
-            EVENTED_RELIST_THRESHOLD
-        } else {
-            RELIST_THRESHOLD
-        };
-        if since > threshold {
-            Err(format!(
-                "PLEG is not healthy: pleg was last seen active {since:?} ago; threshold is {threshold:?}"
-            ))
-        } else {
-            Ok(())
-        }
-    }
-}
 
 /// The PLEG actor.
 pub struct Pleg {
@@ -263,15 +116,6 @@ impl Message for RelistRequested {
 
 /// While relists keep failing, one warning per this many (one a minute at the 1 s period).
 const FAILURE_LOG_EVERY: u64 = 60;
-
-/// Pod UID → (name, namespace), from the CRI labels.
-type Names = HashMap<PodUid, Arc<(String, String)>>;
-
-/// One relist's result.
-struct Listed {
-    relist: Relist,
-    names: Names,
-}
 
 impl Pleg {
     /// A PLEG relisting `runtime` every `period`, writing `cache` and sending events to `events`.
@@ -607,102 +451,6 @@ impl StreamHandler<RelistRequested> for Pleg {
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
-/// Reads each pod's status (concurrently, bounded).
-async fn read(
-    runtime: &SharedRuntime,
-    pods: Vec<(PodUid, String, String)>,
-) -> Vec<(PodUid, CriResult<crate::kuberuntime::pod_status::RuntimePodStatus>)> {
-    futures::stream::iter(pods)
-        .map(|(uid, name, ns)| async move {
-            let status = get_pod_status(runtime.as_ref(), &uid, &name, &ns).await;
-            (uid, status)
-        })
-        .buffer_unordered(INSPECT_CONCURRENCY)
-        .collect()
-        .await
-}
-
-/// The runtime's sandboxes and containers, unfiltered.
-async fn list(runtime: &SharedRuntime) -> CriResult<(Vec<v1::PodSandbox>, Vec<v1::Container>)> {
-    let sandboxes = runtime
-        .list_pod_sandbox(v1::ListPodSandboxRequest { filter: None })
-        .await?
-        .items;
-    let containers = runtime
-        .list_containers(v1::ListContainersRequest { filter: None })
-        .await?
-        .containers;
-    Ok((sandboxes, containers))
-}
-
-/// One relist's view of the listed items. Ids are moved out of the
-/// responses, and each pod's `PodUid` and names come from `prev` when the
-/// last relist saw the pod: per item, one map lookup and no allocation.
-fn build(prev: &Names, sandboxes: Vec<v1::PodSandbox>, containers: Vec<v1::Container>) -> Listed {
-    let mut relist = Relist::with_capacity(sandboxes.len() + containers.len());
-    let mut names = Names::with_capacity(prev.len());
-    let mut observe = |id: String, labels: &HashMap<String, String>, state: PlegState| {
-        let Some(uid) = labels.get(POD_UID_LABEL).filter(|u| !u.is_empty()) else {
-            return;
-        };
-        let pod = if let Some((k, _)) = names.get_key_value(uid.as_str()) {
-            k.clone()
-        } else if let Some((k, v)) = prev.get_key_value(uid.as_str()) {
-            names.insert(k.clone(), v.clone());
-            k.clone()
-        } else {
-            let get = |k: &str| labels.get(k).cloned().unwrap_or_default();
-            let pod = PodUid::new(uid.as_str());
-            names.insert(pod.clone(), Arc::new((get(POD_NAME_LABEL), get(POD_NAMESPACE_LABEL))));
-            pod
-        };
-        relist.insert(id, Observed { pod, state });
-    };
-    for s in sandboxes {
-        let state = match v1::PodSandboxState::try_from(s.state) {
-            Ok(v1::PodSandboxState::SandboxReady) => PlegState::Running,
-            _ => PlegState::Exited,
-        };
-        observe(s.id, &s.labels, state);
-    }
-    for c in containers {
-        let state = match v1::ContainerState::try_from(c.state) {
-            Ok(v1::ContainerState::ContainerRunning) => PlegState::Running,
-            Ok(v1::ContainerState::ContainerExited) => PlegState::Exited,
-            _ => PlegState::Unknown,
-        };
-        observe(c.id, &c.labels, state);
-    }
-    Listed { relist, names }
-}
-
-/// Reads and caches the status of each pod; returns the pods that failed.
-async fn inspect(
-    runtime: &SharedRuntime,
-    cache: &PodCache,
-    pods: Vec<(PodUid, String, String)>,
-    started: Instant,
-) -> Vec<PodUid> {
-    futures::stream::iter(pods)
-        .map(|(uid, name, ns)| async move {
-            match get_pod_status(runtime.as_ref(), &uid, &name, &ns).await {
-                Ok(s) => {
-                    cache.set(uid, Some(Arc::new(s)), None, started);
-                    None
-                }
-                Err(e) => {
-                    tracing::warn!(pod_uid = %uid, error = %e, "PLEG: cannot read pod status; will retry");
-                    cache.set(uid.clone(), None, Some(e.to_string()), started);
-                    Some(uid)
-                }
-            }
-        })
-        .buffer_unordered(INSPECT_CONCURRENCY)
-        .filter_map(|x| async move { x })
-        .collect()
-        .await
-}
-
 impl Actor for Pleg {
     type Context = Context<Self>;
 
@@ -717,83 +465,5 @@ impl Actor for Pleg {
         if self.evented {
             self.connect(ctx);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn labels(uid: &str, name: &str) -> HashMap<String, String> {
-        HashMap::from([
-            (POD_UID_LABEL.to_string(), uid.to_string()),
-            (POD_NAME_LABEL.to_string(), name.to_string()),
-            (POD_NAMESPACE_LABEL.to_string(), "ns".to_string()),
-        ])
-    }
-
-    fn sandbox(id: &str, uid: &str, ready: bool) -> v1::PodSandbox {
-        let state = if ready {
-            v1::PodSandboxState::SandboxReady
-        } else {
-            v1::PodSandboxState::SandboxNotready
-        };
-        v1::PodSandbox {
-            id: id.into(),
-            state: state as i32,
-            labels: labels(uid, &format!("pod-{uid}")),
-            ..Default::default()
-        }
-    }
-
-    fn container(id: &str, uid: &str, state: v1::ContainerState) -> v1::Container {
-        v1::Container {
-            id: id.into(),
-            state: state as i32,
-            labels: labels(uid, &format!("pod-{uid}")),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn build_maps_states_and_reuses_the_last_relists_names() {
-        let first = build(
-            &Names::new(),
-            vec![
-                sandbox("s1", "u1", true),
-                sandbox("s2", "u2", false),
-                sandbox("x", "", true),
-            ],
-            vec![
-                container("c1", "u1", v1::ContainerState::ContainerRunning),
-                container("c2", "u2", v1::ContainerState::ContainerExited),
-                container("c3", "u2", v1::ContainerState::ContainerCreated),
-            ],
-        );
-        let state = |l: &Listed, id: &str| l.relist.get(id).map(|o| (o.pod.to_string(), o.state));
-        assert_eq!(state(&first, "s1"), Some(("u1".into(), PlegState::Running)));
-        assert_eq!(state(&first, "s2"), Some(("u2".into(), PlegState::Exited)));
-        assert_eq!(state(&first, "c1"), Some(("u1".into(), PlegState::Running)));
-        assert_eq!(state(&first, "c2"), Some(("u2".into(), PlegState::Exited)));
-        assert_eq!(state(&first, "c3"), Some(("u2".into(), PlegState::Unknown)));
-        assert_eq!(state(&first, "x"), None, "items without a pod UID are not a pod's");
-        assert_eq!(
-            *first.names[&PodUid::from("u1")],
-            ("pod-u1".to_string(), "ns".to_string())
-        );
-
-        // The next relist shares the names it already had; a gone pod's are dropped.
-        let second = build(
-            &first.names,
-            vec![sandbox("s1", "u1", true), sandbox("s3", "u3", true)],
-            vec![],
-        );
-        let u1 = PodUid::from("u1");
-        assert!(Arc::ptr_eq(&first.names[&u1], &second.names[&u1]));
-        assert!(!second.names.contains_key("u2"));
-        assert_eq!(second.names["u3"].0, "pod-u3");
-        let events = compute_events(&first.relist, &second.relist);
-        assert!(events.iter().any(|e| e.id == "c1" && e.uid == u1));
-        assert!(events.iter().any(|e| e.id == "s3" && e.uid == PodUid::from("u3")));
     }
 }

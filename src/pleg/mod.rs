@@ -13,8 +13,11 @@
 pub mod actor;
 pub mod cache;
 pub mod events;
+pub mod health;
+mod list;
 pub mod records;
 pub mod watch;
 
-pub use actor::{Pleg, PlegHealthHandle};
+pub use actor::Pleg;
 pub use cache::{CacheEntry, PodCache};
+pub use health::{EventedPlegMetrics, PlegHealthHandle};
