@@ -114,12 +114,14 @@ impl PodCache {
     /// [`MAX_PENDING_RELISTS`].
     ///
     /// ```
+    /// use actlet::messages::PodUid;
     /// let cache = actlet::pleg::PodCache::new();
-    /// cache.request_relist(&"u1".into(), "web", "default");
-    /// cache.request_relist(&"u1".into(), "web", "default"); // coalesced
+    /// let uid = PodUid::from("u1");
+    /// cache.request_relist(&uid, "web", "default");
+    /// cache.request_relist(&uid, "web", "default"); // coalesced
     /// let wanted = cache.take_relist_requests();
     /// assert_eq!(wanted.len(), 1);
-    /// assert_eq!(wanted[&"u1".into()], ("web".to_string(), "default".to_string()));
+    /// assert_eq!(wanted[&uid], ("web".to_string(), "default".to_string()));
     /// assert!(cache.take_relist_requests().is_empty());
     /// ```
     pub fn request_relist(&self, uid: &PodUid, name: &str, namespace: &str) {
