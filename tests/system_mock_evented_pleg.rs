@@ -262,3 +262,31 @@ fn a_restarted_pleg_watches_again() {
         assert_eq!(mock.calls_to("RunPodSandbox").len(), 1, "no second sandbox");
     });
 }
+
+#[test]
+fn a_failed_global_relist_is_retried_at_the_next_tick_with_the_stream_up() {
+    run_paused(async {
+        let mock = mock();
+        let (node, relists) = start_node(&mock, true);
+        node.set_pods(vec![web()]);
+        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+            .await
+            .unwrap();
+        // Wait for the first 300 s safety-net relist to pass, then make the
+        // next one fail once.
+        let before = relists.load(Ordering::SeqCst);
+        wait_until(|| relists.load(Ordering::SeqCst) > before, Duration::from_secs(400))
+            .await
+            .expect("the periodic global relist");
+        // Just before the next one (pod syncs' own filtered lists would
+        // take the fault otherwise).
+        sleep(Duration::from_millis(298_500)).await;
+        mock.fail_next("ListPodSandbox", 1, tonic::Code::Unavailable, "injected");
+        let before = relists.load(Ordering::SeqCst);
+        wait_until(|| relists.load(Ordering::SeqCst) > before, Duration::from_secs(400))
+            .await
+            .expect("the next periodic global relist (it fails)");
+        let n = relists_during(&relists, Duration::from_secs(5)).await;
+        assert!(n >= 1, "retried within 5 s, not 300 s later: {n}");
+    });
+}

@@ -276,6 +276,11 @@ impl Pleg {
                     }
                     .into_actor(act)
                     .map(move |(events, failed, new), act, ctx| {
+                        if new.is_none() {
+                            // Failed: the next tick relists again, whatever the period
+                            // (requests it covered were dropped, waiters need it).
+                            act.last_global = None;
+                        }
                         if let Some(new) = new {
                             if act.failures > 0 {
                                 tracing::info!(after_failures = act.failures, "PLEG relist works again");
