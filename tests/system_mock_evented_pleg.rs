@@ -52,6 +52,14 @@ fn web() -> k8s_openapi::api::core::v1::Pod {
         .build()
 }
 
+/// Gives the node the `web` pod and waits until it runs.
+async fn run_web(node: &TestNode) {
+    node.set_pods(vec![web()]);
+    node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
+        .await
+        .unwrap();
+}
+
 async fn relists_during(relists: &AtomicUsize, window: Duration) -> usize {
     let before = relists.load(Ordering::SeqCst);
     sleep(window).await;
@@ -64,20 +72,14 @@ fn an_exit_is_seen_through_its_event_and_the_global_relist_slows_down() {
         // Without events: a global relist every second.
         let plain = mock();
         let (node, relists) = start_node(&plain, false);
-        node.set_pods(vec![web()]);
-        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
-            .await
-            .unwrap();
+        run_web(&node).await;
         let generic = relists_during(&relists, Duration::from_secs(120)).await;
         assert!(generic >= 100, "generic PLEG: {generic} relists in 120 s");
         drop(node);
 
         let mock = mock();
         let (node, relists) = start_node(&mock, true);
-        node.set_pods(vec![web()]);
-        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
-            .await
-            .unwrap();
+        run_web(&node).await;
         sleep(Duration::from_secs(5)).await;
         assert_eq!(mock.calls_to("GetContainerEvents").len(), 1, "one stream, kept open");
         let evented = relists_during(&relists, Duration::from_secs(120)).await;
@@ -112,10 +114,7 @@ fn a_runtime_restart_falls_back_to_relisting_then_reconnects() {
     run_paused(async {
         let mock = mock();
         let (node, relists) = start_node(&mock, true);
-        node.set_pods(vec![web()]);
-        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
-            .await
-            .unwrap();
+        run_web(&node).await;
         sleep(Duration::from_secs(5)).await;
         let sandboxes = mock.calls_to("RunPodSandbox").len();
 
@@ -212,10 +211,7 @@ fn a_runtime_without_the_stream_keeps_the_one_second_relist() {
             actlet::cri::mock::Fault::error(tonic::Code::Unimplemented, "unknown method GetContainerEvents"),
         );
         let (node, relists) = start_node(&mock, true);
-        node.set_pods(vec![web()]);
-        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
-            .await
-            .unwrap();
+        run_web(&node).await;
         let n = relists_during(&relists, Duration::from_secs(120)).await;
         assert!(n >= 100, "{n} relists in 120 s");
         // Asked again at most once a minute, in case the runtime is upgraded.
@@ -235,10 +231,7 @@ fn a_restarted_pleg_watches_again() {
         use actlet::actors::supervisor::KillChild;
         let mock = mock();
         let (node, relists) = start_node(&mock, true);
-        node.set_pods(vec![web()]);
-        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
-            .await
-            .unwrap();
+        run_web(&node).await;
         node.kubelet()
             .root
             .addr()
@@ -268,10 +261,7 @@ fn a_failed_global_relist_is_retried_at_the_next_tick_with_the_stream_up() {
     run_paused(async {
         let mock = mock();
         let (node, relists) = start_node(&mock, true);
-        node.set_pods(vec![web()]);
-        node.wait_for_phase("default", "web", "Running", Duration::from_secs(30))
-            .await
-            .unwrap();
+        run_web(&node).await;
         // Wait for the first 300 s safety-net relist to pass, then make the
         // next one fail once.
         let before = relists.load(Ordering::SeqCst);

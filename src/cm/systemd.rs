@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+use zbus::zvariant::{OwnedObjectPath, Value};
 
 use super::fs::{CgroupError, CgroupFs, CgroupVersion, Cgroupfs};
 use super::resources::{ResourceConfig, cpu_shares_to_weight};
@@ -105,20 +105,19 @@ pub fn resource_properties(res: &ResourceConfig, version: CgroupVersion) -> Vec<
 }
 
 /// The properties a new slice starts with.
-fn slice_properties(unit: &str, res: &ResourceConfig, version: CgroupVersion) -> Vec<(&'static str, OwnedValue)> {
-    let owned = |v: Value<'_>| v.try_to_owned().unwrap_or_else(|_| OwnedValue::from(0u64));
+fn slice_properties(unit: &str, res: &ResourceConfig, version: CgroupVersion) -> Vec<(&'static str, Value<'static>)> {
     let mut props = vec![
-        ("Description", owned(Value::from(format!("kubelet slice {unit}")))),
-        ("Wants", owned(Value::from(vec![slice_parent(unit)]))),
-        ("MemoryAccounting", owned(Value::from(true))),
-        ("CPUAccounting", owned(Value::from(true))),
-        ("TasksAccounting", owned(Value::from(true))),
-        ("DefaultDependencies", owned(Value::from(false))),
+        ("Description", Value::from(format!("kubelet slice {unit}"))),
+        ("Wants", Value::from(vec![slice_parent(unit)])),
+        ("MemoryAccounting", Value::from(true)),
+        ("CPUAccounting", Value::from(true)),
+        ("TasksAccounting", Value::from(true)),
+        ("DefaultDependencies", Value::from(false)),
     ];
     props.extend(
         resource_properties(res, version)
             .into_iter()
-            .map(|(k, v)| (k, OwnedValue::from(v))),
+            .map(|(k, v)| (k, Value::from(v))),
     );
     props
 }
@@ -204,7 +203,6 @@ impl SystemdSlices {
     pub fn start_slice(&self, unit: &str, res: &ResourceConfig, version: CgroupVersion) {
         let props = slice_properties(unit, res, version);
         let started = self.call("StartTransientUnit", async |p| {
-            let props: Vec<(&str, Value<'_>)> = props.iter().map(|(k, v)| (*k, Value::from(v.clone()))).collect();
             p.start_transient_unit(unit, "replace", &props, &[]).await
         });
         match started {

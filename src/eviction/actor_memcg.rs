@@ -2,7 +2,8 @@
 //! upstream `thresholdNotifiers`): after a summary, at most every
 //! [`REFRESH_INTERVAL`], one notifier per memory threshold is registered at
 //! the level the summary gives ([`memcg::level_for`]); when the kernel
-//! signals one, the manager runs a round at once ("… crossed", as upstream
+//! signals one, the manager runs a round at once (registration writes
+//! cgroupfs, so it runs on the blocking pool) ("… crossed", as upstream
 //! logs it) and registers again from that round's summary.
 
 use actix::prelude::*;
@@ -49,18 +50,16 @@ impl EvictionManager {
             };
             let cfg = &self.deps.config;
             let dir = memcg::cgroup_dir(&t, &cfg.memory_cgroup_mount, &cfg.pods_cgroup);
-            let notifier = match CgroupNotifier::new(&dir, MEMORY_USAGE_ATTRIBUTE, level) {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::warn!(notifier = %description, error = %e, "eviction manager: failed to create memory threshold notifier");
-                    continue;
-                }
-            };
-            tracing::debug!(notifier = %description, watch = %notifier.what, "eviction manager: setting notifier");
+            // Registering writes cgroupfs: on the blocking pool, not here.
+            let notifier = description.clone();
             let wait = async move {
-                let crossed = notifier.crossed().await;
-                drop(notifier);
-                crossed
+                let register = move || CgroupNotifier::new(&dir, MEMORY_USAGE_ATTRIBUTE, level);
+                let n = tokio::task::spawn_blocking(register)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                tracing::debug!(%notifier, watch = %n.what, "eviction manager: setting notifier");
+                n.crossed().await.map_err(|e| e.to_string())
             };
             let handle = ctx.spawn(wait.into_actor(self).map(move |crossed, act, ctx| match crossed {
                 Ok(()) => {
@@ -68,7 +67,7 @@ impl EvictionManager {
                     act.memcg.updated = None; // register again from this round's summary
                     act.tick(ctx);
                 }
-                Err(e) => tracing::warn!(notifier = %description, error = %e, "eviction manager: memory threshold notifier failed"),
+                Err(e) => tracing::warn!(notifier = %description, error = %e, "eviction manager: memory threshold notifier failed; the monitoring interval still applies"),
             }));
             self.memcg.waits.push(handle);
         }
