@@ -1,6 +1,6 @@
 //! No leak under churn (issue #10): after 1,000 pods came and went on the
 //! mock, every per-pod map of the kubelet — the status cache and store, the
-//! pod lifecycle records — holds only the live pods.
+//! pod lifecycle records, the PLEG's cache — holds only the live pods.
 //! Before, nothing sent `ForgetPodStatus`: the status cache grew with every
 //! pod the node ever ran.
 
@@ -45,6 +45,14 @@ fn a_thousand_pods_come_and_go_and_only_the_live_ones_stay_known() {
             let k = &n.kubelet;
             k.statuses.len() == 1 && k.pod_sync_statuses.len() == 1
         })
+        .await;
+        // The PLEG's cache forgets a pod once it has nothing left in the
+        // runtime: its sandbox goes at the container GC (every minute).
+        node.wait_for(
+            "the PLEG cache holds only the live pod",
+            Duration::from_secs(180),
+            |n| n.kubelet.cache.len() == 1,
+        )
         .await;
         assert!(node.kubelet.statuses.get(&uid_of(&live)).is_some());
         println!(

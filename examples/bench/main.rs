@@ -4,14 +4,18 @@
 //! bench all [--quick] --endpoint unix:///…/containerd.sock --actlet target/release/actlet
 //!           [--work-dir /var/lib/actlet-bench/work] [--out bench-results.json] [--only p1,p2,p3]
 //! bench p2-case --pods N --latency instant|real --source file|custom|mock --idle-secs S --work-dir DIR
+//! bench churn --pods 10000 --wave 500 --minutes 30 --work-dir DIR
 //! ```
 //! - P1: pod-start overhead of actlet over raw CRI calls on a real containerd;
 //! - P2: 1k / 10k pods on the in-process mock CRI (one process per case);
-//! - P3: footprint of the actlet process (RSS, CPU idle; start → /healthz ok).
+//! - P3: footprint of the actlet process (RSS, CPU idle; start → /healthz ok);
+//! - churn: the memory soak on the mock (`--only churn`: 30 min at 10k pods,
+//!   `--quick`: 1 min at 1k; not in the default set).
 //!
 //! `hack/bench.sh` builds everything in release mode, starts a private
 //! containerd and runs `bench all`. See docs/performance.md.
 
+mod churn;
 mod common;
 mod containerd;
 mod indexed;
@@ -41,6 +45,8 @@ enum Cmd {
     All(AllArgs),
     /// Internal: one P2 case in this process (prints `FIGURES <json>`).
     P2Case(CaseArgs),
+    /// The churn soak in this process (prints `FIGURES <json>`).
+    Churn(ChurnArgs),
     /// Prints the table of an existing bench-results.json.
     Table {
         /// The JSON file.
@@ -66,7 +72,7 @@ struct AllArgs {
     /// Where the JSON summary goes.
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
-    /// Comma-separated subset of p1,p2,p3.
+    /// Comma-separated subset of p1,p2,p3,churn.
     #[arg(long, default_value = "p1,p2,p3")]
     only: String,
     /// P1 pod counts instead of the defaults (1,10,50; --quick: 1,5), e.g. `--sizes 50`.
@@ -75,6 +81,43 @@ struct AllArgs {
     /// P1 A/B rounds per size instead of the defaults.
     #[arg(long)]
     rounds: Option<usize>,
+    /// Minutes of churn (`--only churn`; default 30, --quick 1).
+    #[arg(long)]
+    churn_minutes: Option<u64>,
+}
+
+#[derive(clap::Args)]
+struct ChurnArgs {
+    /// Pods alive at any time.
+    #[arg(long, default_value_t = 10_000)]
+    pods: usize,
+    /// Pods replaced per wave.
+    #[arg(long, default_value_t = 500)]
+    wave: usize,
+    #[arg(long, default_value_t = 30)]
+    minutes: u64,
+    /// Pause between waves.
+    #[arg(long, default_value_t = 10)]
+    pause_secs: u64,
+    #[arg(long)]
+    work_dir: PathBuf,
+    /// Feature gate `EventedPLEG`.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    evented: bool,
+}
+
+impl ChurnArgs {
+    fn args(&self) -> Vec<String> {
+        vec![
+            "churn".into(),
+            format!("--pods={}", self.pods),
+            format!("--wave={}", self.wave),
+            format!("--minutes={}", self.minutes),
+            format!("--pause-secs={}", self.pause_secs),
+            format!("--work-dir={}", self.work_dir.display()),
+            format!("--evented={}", self.evented),
+        ]
+    }
 }
 
 #[derive(clap::Args)]
@@ -128,6 +171,27 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("bench p2-case: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Churn(a) => {
+            let soak = churn::Soak {
+                pods: a.pods,
+                wave: a.wave,
+                duration: Duration::from_secs(a.minutes * 60),
+                pause: Duration::from_secs(a.pause_secs),
+                work_dir: a.work_dir,
+                evented: a.evented,
+            };
+            match actix_rt::System::new().block_on(churn::run(soak)) {
+                Ok(figures) => {
+                    let v = serde_json::Value::Array(figures.iter().map(Figure::to_json).collect());
+                    println!("FIGURES {v}");
+                    std::process::exit(0)
+                }
+                Err(e) => {
+                    eprintln!("bench churn: {e}");
                     ExitCode::FAILURE
                 }
             }
@@ -255,6 +319,27 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             ]
         };
         figures.extend(mock::p2(&cases)?);
+    }
+    if only.contains(&"churn") {
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            shm.join("actlet-bench")
+        } else {
+            a.work_dir.join("mock")
+        };
+        let args = ChurnArgs {
+            pods: if a.quick { 1_000 } else { 10_000 },
+            wave: if a.quick { 100 } else { 500 },
+            minutes: a.churn_minutes.unwrap_or(if a.quick { 1 } else { 30 }),
+            pause_secs: if a.quick { 1 } else { 10 },
+            work_dir: dir.join("churn"),
+            evented: false,
+        };
+        eprintln!(
+            "== churn: {} pods, waves of {} for {} min (one process)",
+            args.pods, args.wave, args.minutes
+        );
+        figures.extend(mock::run_subcommand(&args.args())?);
     }
     write_json(&a.out, &figures)?;
     print_table(&figures);

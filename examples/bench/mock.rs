@@ -95,22 +95,31 @@ impl Case {
 
 /// Runs every case in its own process (this binary, `p2-case`) and collects the figures.
 pub fn p2(cases: &[Case]) -> Result<Vec<Figure>> {
-    let exe = std::env::current_exe()?;
     let mut figures = vec![];
     for c in cases {
         eprintln!("  P2 {} (idle {:?}) …", c.name(), c.idle);
-        let out = std::process::Command::new(&exe)
-            .args(c.args())
-            .stderr(std::process::Stdio::inherit())
-            .output()?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("FIGURES ")) else {
-            return Err(format!("{}: no figures (exit {}); stdout: {stdout}", c.name(), out.status).into());
-        };
-        let v: Value = serde_json::from_str(line)?;
-        figures.extend(v.as_array().into_iter().flatten().filter_map(Figure::from_json));
+        figures.extend(run_subcommand(&c.args())?);
     }
     Ok(figures)
+}
+
+/// Runs this binary with `args` in a fresh process (its memory figures start
+/// clean) and returns the figures it prints on its `FIGURES ` line.
+pub fn run_subcommand(args: &[String]) -> Result<Vec<Figure>> {
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("FIGURES ")) else {
+        return Err(format!("{}: no figures (exit {}); stdout: {stdout}", args.join(" "), out.status).into());
+    };
+    let v: Value = serde_json::from_str(line)?;
+    Ok(v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Figure::from_json)
+        .collect())
 }
 
 /// The `p2-case` subcommand: one case in this process; prints `FIGURES <json>`.
@@ -149,7 +158,8 @@ fn build_mock(latency: bool) -> MockRuntime {
     b.build()
 }
 
-fn is_running_ready(s: &PodStatus) -> bool {
+/// Phase Running with Ready=True.
+pub fn is_running_ready(s: &PodStatus) -> bool {
     s.phase.as_deref() == Some("Running")
         && s.conditions
             .iter()

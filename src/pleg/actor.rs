@@ -288,6 +288,7 @@ impl Pleg {
                             }
                             act.reinspect.extend(failed);
                             act.cache.update_time(started);
+                            act.cache.prune_covered(started);
                             act.old = Records::from_relist(new.relist);
                             act.names = new.names;
                             let now = Instant::now();

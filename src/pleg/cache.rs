@@ -219,6 +219,42 @@ impl PodCache {
         self.pods.remove(uid);
     }
 
+    /// Drops the entries that say "nothing in the runtime" (no sandbox, no
+    /// container, no read error) and are no newer than `global`, the
+    /// timestamp of a global relist already recorded with
+    /// [`update_time`](Self::update_time): for them a missing entry answers
+    /// the same. Upstream's PLEG deletes a pod from its cache when the pod
+    /// is gone from the relist; without this every pod the node ever ran
+    /// kept an entry (found by the churn soak, `bench churn`).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// use actlet::kuberuntime::pod_status::RuntimePodStatus;
+    /// use actlet::pleg::PodCache;
+    /// use tokio::time::Instant;
+    /// let cache = PodCache::new();
+    /// let t0 = Instant::now();
+    /// cache.set("gone".into(), Some(Arc::new(RuntimePodStatus::empty("gone".into(), "web", "default"))), None, t0);
+    /// cache.set("failed".into(), None, Some("ListContainers failed".into()), t0);
+    /// cache.update_time(t0);
+    /// cache.prune_covered(t0);
+    /// assert!(cache.get(&"gone".into()).is_none(), "the global timestamp answers for it");
+    /// assert!(cache.get(&"failed".into()).is_some(), "a failed read is kept");
+    /// ```
+    pub fn prune_covered(&self, global: Instant) {
+        if self.global_time().is_none_or(|g| g < global) {
+            return;
+        }
+        self.pods.retain(|_, e| {
+            let nothing = e.error.is_none()
+                && e.status
+                    .as_ref()
+                    .is_none_or(|s| s.sandboxes.is_empty() && s.containers.is_empty());
+            !(nothing && e.modified <= global)
+        });
+    }
+
     /// Declares that, as of `t`, every pod's entry is current (set after a
     /// successful relist); wakes waiters.
     ///
@@ -394,6 +430,43 @@ mod tests {
 
     fn status(uid: &str) -> Arc<RuntimePodStatus> {
         Arc::new(RuntimePodStatus::empty(uid.into(), "p", "default"))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pruned_entries_are_answered_by_the_global_timestamp_newer_ones_kept() {
+        let cache = PodCache::new();
+        let t0 = Instant::now();
+        cache.set("gone".into(), Some(status("gone")), None, t0);
+        cache.set("none".into(), None, None, t0);
+        let mut running = RuntimePodStatus::empty("running".into(), "p", "default");
+        running.sandboxes.push(crate::kuberuntime::pod_status::SandboxStatus {
+            id: "sb".into(),
+            state: crate::kuberuntime::pod_status::SandboxState::NotReady,
+            created_at: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            attempt: 0,
+            ips: vec![],
+            host_network: false,
+        });
+        cache.set("running".into(), Some(Arc::new(running)), None, t0);
+        tokio::time::advance(Duration::from_millis(10)).await;
+        let t1 = Instant::now();
+        cache.set("later".into(), Some(status("later")), None, t1);
+        cache.prune_covered(t0);
+        assert_eq!(
+            cache.len(),
+            4,
+            "the global timestamp does not cover t0 yet: nothing pruned"
+        );
+        cache.update_time(t0);
+        cache.prune_covered(t0);
+        let mut left: Vec<String> = cache.pods.iter().map(|e| e.key().to_string()).collect();
+        left.sort();
+        assert_eq!(left, ["later", "running"], "only empty entries no newer than t0 go");
+        let e = cache.get_relisted(&"gone".into()).await;
+        assert!(
+            e.status.is_none() && e.modified == t0,
+            "answered as before: nothing, as of t0"
+        );
     }
 
     #[test]
