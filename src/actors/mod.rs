@@ -10,9 +10,9 @@
 //! - *derived*: rebuilt in `started` from shared handles, the runtime or the
 //!   API (caches of what the world looks like, timers, in-flight work);
 //! - *owned*: must not be lost, so it lives in a shared handle (an
-//!   `Arc<Mutex<…>>` or `DashMap` behind a small typed API) created once by
-//!   the tree assembly ([`crate::kubelet::start`]) and handed to every
-//!   instance by the child's factory — like an ETS table with an heir in
+//!   `Arc<Mutex<…>>` or `DashMap` behind a small typed API) created once,
+//!   before any actor starts (`Shared` in `src/kubelet/shared.rs`), and
+//!   handed to every instance by the child's factory — like an ETS table with an heir in
 //!   OTP, or upstream's `podSyncStatuses` that housekeeping reads under a
 //!   lock.
 //!
@@ -38,6 +38,12 @@
 //! whether the one arbiter is the ceiling; see `docs/performance.md`.
 //!
 //! # Index of the tree
+//!
+//! The tree is declared in `src/kubelet/tree.rs`: the root's children in
+//! start order, each built by one function (the pod core's in
+//! `src/kubelet/pod_core.rs`); peers that send to each other get their
+//! addresses from [`DeclaredChild`](supervisor::DeclaredChild)ren made
+//! before any spec.
 //!
 //! | name in the tree | file | owns (shared handle) | receives |
 //! |---|---|---|---|

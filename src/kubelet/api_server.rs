@@ -2,7 +2,7 @@
 //! `server_addr` is set: the authenticated HTTPS API on 10250.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::config::KubeletConfig;
 use super::node_facts::{MachineInfo, NodeFacts};
@@ -107,7 +107,7 @@ pub(super) fn children(
         ServerState,
         SharedRuntime,
         PodCache,
-        Arc<OnceLock<SupervisionTree>>,
+        SupervisionTree,
         Arc<crate::server::metrics::KubeletMetrics>,
         crate::stats::StatsProvider,
     ),

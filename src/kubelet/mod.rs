@@ -12,8 +12,11 @@ mod config_flags;
 mod extensions;
 mod handle;
 mod node_facts;
+mod pod_core;
 mod servers;
+mod shared;
 mod start;
+mod tree;
 
 pub use config::{ConfigError, KubeletConfig, WallClock};
 pub use extensions::{Extensions, SourceSpecFactory};

@@ -3,7 +3,7 @@
 //! address is configured, with the stats provider they share.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::config::KubeletConfig;
 use super::node_facts::NodeFacts;
@@ -28,7 +28,7 @@ pub(super) struct ServerInputs {
     /// `/metrics`.
     pub metrics: Arc<KubeletMetrics>,
     /// The tree, once started (`/debug/actors`, actor metrics).
-    pub tree: Arc<OnceLock<SupervisionTree>>,
+    pub tree: SupervisionTree,
     /// The node's IP (serving certificate).
     pub node_ip: Option<String>,
     /// TokenReview and SubjectAccessReview client (cluster mode).

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use hyper::StatusCode;
 use k8s_openapi::api::core::v1::Pod;
@@ -31,8 +31,8 @@ pub struct ApiState {
     pub cache: PodCache,
     /// `/spec/`: machine facts as upstream's cAdvisor MachineInfo names them.
     pub spec: serde_json::Value,
-    /// The supervision tree, set once the root has started (`/debug/actors`).
-    pub tree: Arc<OnceLock<SupervisionTree>>,
+    /// The live supervision tree (`/debug/actors`).
+    pub tree: SupervisionTree,
     /// Where pod log directories are (logs outside it are refused).
     pub pod_logs_dir: PathBuf,
     /// `/configz`: the effective configuration (`{"kubeletconfig": …}`).
@@ -143,10 +143,7 @@ pub fn spec(api: &ApiState) -> Resp {
 
 /// `GET /debug/actors`: the live supervision tree as JSON.
 pub fn debug_actors(api: &ApiState) -> Resp {
-    let Some(tree) = api.tree.get() else {
-        return text(StatusCode::SERVICE_UNAVAILABLE, "the tree has not started");
-    };
-    let mut children = tree.snapshot();
+    let mut children = api.tree.snapshot();
     children.sort_by(|a, b| a.path.cmp(&b.path));
     let rfc3339 = |t: std::time::SystemTime| jiff::Timestamp::try_from(t).map(|t| t.to_string()).unwrap_or_default();
     let out: Vec<_> = children

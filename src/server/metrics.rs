@@ -16,7 +16,7 @@
 //!   `kubelet_node_name{node}`, and actlet's `actlet_actor_restarts_total{actor}`,
 //!   `actlet_actor_mailbox_depth{actor}` and `actlet_actor_mailbox_capacity{actor}`.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
@@ -221,7 +221,7 @@ impl KubeletMetrics {
     }
 
     /// Adds the scrape-time metrics read from `cache` and the tree.
-    pub fn attach(&self, node_name: &str, cache: PodCache, tree: Arc<OnceLock<SupervisionTree>>) {
+    pub fn attach(&self, node_name: &str, cache: PodCache, tree: SupervisionTree) {
         let mut registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         registry.register_collector(Box::new(ScrapeTime {
             node_name: node_name.to_string(),
@@ -303,7 +303,7 @@ cri_calls!(instrumented_impl);
 struct ScrapeTime {
     node_name: String,
     cache: PodCache,
-    tree: Arc<OnceLock<SupervisionTree>>,
+    tree: SupervisionTree,
 }
 
 impl Collector for ScrapeTime {
@@ -351,8 +351,8 @@ impl Collector for ScrapeTime {
         let labels = [("node", self.node_name.as_str())];
         ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
 
-        if let Some(tree) = self.tree.get() {
-            let children = tree.snapshot(); // sorted by path
+        {
+            let children = self.tree.snapshot(); // sorted by path
             let mut family = encoder.encode_descriptor(
                 "actlet_actor_restarts",
                 "Restarts of each supervised actor (under its current supervisor instance).",

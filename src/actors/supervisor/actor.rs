@@ -180,6 +180,29 @@ impl SupervisorSpec {
         self
     }
 
+    /// Appends static children in order: a list another function built, or
+    /// an optional child (`Option` is a list of at most one).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::actors::supervisor::*;
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
+    /// # actlet::testing::run_paused(async {
+    /// let cluster_mode = false;
+    /// let root = SupervisorSpec::new("root")
+    ///     .children(["a", "b"].map(|n| ChildSpec::new(n, || Counter(0))))
+    ///     .children(cluster_mode.then(|| ChildSpec::new("node", || Counter(0))))
+    ///     .start_root();
+    /// tokio::time::sleep(Duration::from_millis(10)).await; // let the tree start
+    /// let names: Vec<String> = root.tree().snapshot().into_iter().map(|c| c.name).collect();
+    /// assert_eq!(names, ["root", "a", "b"]);
+    /// # });
+    /// ```
+    pub fn children<S: Into<AnyChildSpec>>(mut self, specs: impl IntoIterator<Item = S>) -> Self {
+        self.children.extend(specs.into_iter().map(Into::into));
+        self
+    }
+
     /// What to do when this supervisor, started as the root, gives up
     /// (default: [`stop_system_on_root_failure`](super::stop_system_on_root_failure)).
     /// Ignored for nested supervisors, which escalate to their parent.
@@ -266,8 +289,34 @@ impl SupervisorSpec {
     /// # });
     /// ```
     pub fn start_root(self) -> RootSupervisor {
+        self.start_root_in(SupervisionTree::new())
+    }
+
+    /// [`start_root`](Self::start_root) recording into `tree`, an empty
+    /// [`SupervisionTree`] the caller made first, so children built before
+    /// the start (a `/debug` endpoint, metrics) can already hold the live view.
+    ///
+    /// # Panics
+    /// If `tree` is not empty (it belongs to another root).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actlet::actors::supervisor::*;
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
+    /// # actlet::testing::run_paused(async {
+    /// let tree = SupervisionTree::new();
+    /// let view = tree.clone(); // e.g. given to a server child
+    /// let counter = ChildSpec::new("counter", || Counter(0));
+    /// let counter_ref = counter.child_ref();
+    /// let _root = SupervisorSpec::new("root").child(counter).start_root_in(tree);
+    /// counter_ref.send(Add(1)).await.unwrap();
+    /// assert_eq!(view.get("root/counter").unwrap().state, ChildState::Running);
+    /// # });
+    /// ```
+    pub fn start_root_in(self, tree: SupervisionTree) -> RootSupervisor {
+        assert!(tree.is_empty(), "start_root_in needs an empty tree");
         let hook = self.on_root_failure.clone();
-        RootSupervisor::start(self.into_child_spec(), hook)
+        RootSupervisor::start(self.into_child_spec(), hook, tree)
     }
 }
 

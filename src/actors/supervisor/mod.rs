@@ -173,7 +173,8 @@
 //! # Layout
 //!
 //! `strategy` (strategies, policies, intensity), `spec` (child specs and
-//! factories), `child_ref` (stable addresses), `mailbox` (the mailbox that
+//! factories), `child_ref` (stable addresses), `declared` (addresses
+//! declared before their specs), `mailbox` (the mailbox that
 //! outlives instances), `instance` (the contained runner), `exit` (exit
 //! reasons, [`fail`]), `actor` (the [`Supervisor`] actor and its builder),
 //! `engine` (its restart/stop logic), `tree` (the live tree), `messages`,
@@ -182,6 +183,7 @@
 mod actor;
 mod backoff;
 mod child_ref;
+mod declared;
 mod engine;
 mod exit;
 mod instance;
@@ -199,6 +201,7 @@ mod tests;
 pub use actor::{SUPERVISOR_SHUTDOWN_TIMEOUT, Supervisor, SupervisorSpec};
 pub use backoff::{Criticality, RestartBackoff};
 pub use child_ref::{ChildRef, SendError, SupervisedRecipient, TrySendError};
+pub use declared::DeclaredChild;
 pub use exit::{ExitReason, fail};
 pub use messages::{GetTree, KillChild, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
 pub use root::{RootFailure, RootFailureHook, RootSupervisor, stop_system_on_root_failure};

@@ -128,8 +128,7 @@ impl fmt::Debug for RootSupervisor {
 }
 
 impl RootSupervisor {
-    pub(crate) fn start(spec: ChildSpec<Supervisor>, hook: Option<RootFailureHook>) -> Self {
-        let tree = SupervisionTree::new();
+    pub(crate) fn start(spec: ChildSpec<Supervisor>, hook: Option<RootFailureHook>, tree: SupervisionTree) -> Self {
         let path = spec.name().to_owned();
         let addr = spec.child_ref();
         let spec: Arc<dyn ErasedSpec> = Arc::new(spec);

@@ -295,12 +295,21 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
             !name.is_empty() && !name.contains('/'),
             "child name {name:?} must be non-empty, without '/'"
         );
+        Self::with_mailbox(name.into(), Mailbox::new(DEFAULT_MAILBOX_CAPACITY), factory)
+    }
+
+    /// A permanent child served from `mailbox` (a checked name).
+    pub(crate) fn with_mailbox(
+        name: Arc<str>,
+        mailbox: Arc<Mailbox<A>>,
+        factory: impl Fn(&ChildContext) -> A + Send + Sync + 'static,
+    ) -> Self {
         Self {
-            name: name.into(),
+            name,
             factory: Arc::new(factory),
             policy: RestartPolicy::Permanent,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
-            mailbox: Mailbox::new(DEFAULT_MAILBOX_CAPACITY),
+            mailbox,
             on_stop: None,
             closes_with: Vec::new(),
             backoff: RestartBackoff::default(),
