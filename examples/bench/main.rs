@@ -142,6 +142,9 @@ struct CaseArgs {
     /// Feature gate `EventedPLEG` (the mock's container events).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     evented: bool,
+    /// Arbiters the pod workers run on besides the main one.
+    #[arg(long, default_value_t = 0)]
+    worker_threads: usize,
 }
 
 fn main() -> ExitCode {
@@ -163,6 +166,7 @@ fn main() -> ExitCode {
                 deadline: Duration::from_secs(a.deadline_secs),
                 work_dir: a.work_dir,
                 evented: a.evented,
+                worker_threads: a.worker_threads,
             };
             match mock::run_case(case) {
                 Ok(()) => {
@@ -280,6 +284,7 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         };
         let case = |pods: usize, latency: bool, source: &str, runtime: &str, idle: u64, deadline: u64| mock::Case {
             evented: false,
+            worker_threads: 0,
             pods,
             latency,
             source: source.into(),

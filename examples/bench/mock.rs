@@ -68,6 +68,8 @@ pub struct Case {
     pub work_dir: PathBuf,
     /// `EventedPLEG`: the mock's container events, global relist every 300 s.
     pub evented: bool,
+    /// Arbiters the pod workers run on besides the main one.
+    pub worker_threads: usize,
 }
 
 impl Case {
@@ -75,7 +77,12 @@ impl Case {
         let lat = if self.latency { "real_lat" } else { "instant" };
         let rt = if self.runtime == "indexed" { ".indexed" } else { "" };
         let ev = if self.evented { ".evented" } else { "" };
-        format!("p2.{}.{}.n{}{rt}{ev}", self.source, lat, self.pods)
+        let wt = if self.worker_threads > 0 {
+            format!(".workers{}", self.worker_threads)
+        } else {
+            String::new()
+        };
+        format!("p2.{}.{}.n{}{rt}{ev}{wt}", self.source, lat, self.pods)
     }
 
     pub fn args(&self) -> Vec<String> {
@@ -89,6 +96,7 @@ impl Case {
             format!("--deadline-secs={}", self.deadline.as_secs()),
             format!("--work-dir={}", self.work_dir.display()),
             format!("--evented={}", self.evented),
+            format!("--worker-threads={}", self.worker_threads),
         ]
     }
 }
@@ -183,6 +191,7 @@ fn base_conditions(c: &Case) -> Map<String, Value> {
     };
     cond.insert("mock_latency".into(), latency);
     cond.insert("evented_pleg".into(), json!(c.evented));
+    cond.insert("pod_worker_threads".into(), json!(c.worker_threads));
     let runtime = if c.runtime == "indexed" {
         "MockRuntime in-process, real time; UID-filtered List* answered from an index (what-if)"
     } else {
@@ -222,6 +231,7 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
     // maxPods defaults to 110 (upstream); admission would reject the rest.
     config.max_pods = c.pods as i64 + 10;
     config.evented_pleg = c.evented;
+    config.pod_worker_threads = c.worker_threads;
     if c.source == "file" {
         config.static_pod_path = Some(dir.clone());
     } else {

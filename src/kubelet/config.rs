@@ -129,6 +129,16 @@ pub struct KubeletConfig {
     /// assert!(!c.evented_pleg);
     /// ```
     pub evented_pleg: bool,
+    /// Threads (actix arbiters) the pod workers run on besides the main
+    /// one; 0 (the default): every actor on the main arbiter. Each pod's
+    /// worker stays on one arbiter; the threads end with the actix System.
+    /// See the execution model in [`crate::actors`].
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.pod_worker_threads, 0);
+    /// ```
+    pub pod_worker_threads: usize,
     /// `maxPods` (110).
     ///
     /// ```
@@ -478,6 +488,7 @@ impl KubeletConfig {
             sync: SyncLoopConfig::default(),
             relist_period: crate::pleg::actor::RELIST_PERIOD,
             evented_pleg: false,
+            pod_worker_threads: 0,
             max_pods: 110,
             runtime_health_period: crate::runtime_health::actor::DEFAULT_PERIOD,
             root_dir: PathBuf::from("/var/lib/kubelet"),

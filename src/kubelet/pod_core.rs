@@ -127,6 +127,9 @@ pub(super) fn pod_workers_manager(
     let me = peers.pod_workers_manager.recipient();
     let sync_loop = peers.sync_loop.recipient();
     let records = s.pod_sync_statuses.clone();
+    let arbiters: Vec<_> = (0..config.pod_worker_threads)
+        .map(|_| actix::Arbiter::new().handle())
+        .collect();
     declared.spec(move || {
         PodWorkers::new(
             deps.clone(),
@@ -135,6 +138,7 @@ pub(super) fn pod_workers_manager(
             Some(sync_loop.clone()),
             records.clone(),
         )
+        .with_arbiters(arbiters.clone())
     })
 }
 

@@ -108,6 +108,11 @@ async fn rotate_container(deps: &LogManagerDeps, id: String) {
         .await;
     let log_path = match status {
         Ok(s) => s.status.map(|s| s.log_path).unwrap_or_default(),
+        // Removed since the list (the container GC, a deleted pod): nothing to rotate.
+        Err(e) if e.is_not_found() => {
+            tracing::debug!(container_id = %id, "container log rotation: container gone since the list");
+            return;
+        }
         Err(e) => {
             tracing::warn!(container_id = %id, error = %e, "container log rotation: failed to get container status");
             return;

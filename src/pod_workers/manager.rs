@@ -52,6 +52,20 @@ pub struct PodWorkers {
     me: SupervisedRecipient<SyncFinished>,
     sync_loop: Option<SupervisedRecipient<SyncFinished>>,
     statuses: PodSyncStatuses,
+    /// Where workers run (empty: on this actor's arbiter).
+    arbiters: Vec<actix::ArbiterHandle>,
+}
+
+/// The arbiter of pod `uid`: the same one every time (a restarted worker
+/// stays where its pod's state was), spread evenly by a hash of the UID.
+fn pick_arbiter<'a>(arbiters: &'a [actix::ArbiterHandle], uid: &PodUid) -> Option<&'a actix::ArbiterHandle> {
+    use std::hash::{Hash, Hasher};
+    if arbiters.is_empty() {
+        return None;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    uid.hash(&mut h);
+    arbiters.get((h.finish() % arbiters.len() as u64) as usize)
 }
 
 impl PodWorkers {
@@ -71,7 +85,15 @@ impl PodWorkers {
             me,
             sync_loop,
             statuses,
+            arbiters: Vec::new(),
         }
+    }
+
+    /// Runs the workers on these arbiters (a pod always on the same one,
+    /// picked by its UID) instead of this actor's; none: this actor's.
+    pub fn with_arbiters(mut self, arbiters: Vec<actix::ArbiterHandle>) -> Self {
+        self.arbiters = arbiters;
+        self
     }
 
     fn spawn_worker(&mut self, uid: &PodUid, name: &str) -> ChildRef<PodWorker> {
@@ -81,6 +103,10 @@ impl PodWorkers {
         })
         .restart(RestartPolicy::Transient)
         .mailbox_capacity(WORKER_MAILBOX);
+        let spec = match pick_arbiter(&self.arbiters, uid) {
+            Some(arbiter) => spec.on_arbiter(arbiter.clone()),
+            None => spec,
+        };
         let child = spec.child_ref();
         if let Err(e) = self.supervisor.do_send(StartChild(spec.into())) {
             tracing::error!(pod_uid = %uid, error = %e, "cannot start pod worker: pod-workers supervisor unavailable");

@@ -77,6 +77,7 @@ pub struct NodeBuilder {
     static_pod_path: Option<PathBuf>,
     file_check_frequency: Duration,
     custom_source: bool,
+    pod_worker_threads: usize,
 }
 
 impl NodeBuilder {
@@ -96,6 +97,13 @@ impl NodeBuilder {
         self
     }
 
+    /// Runs the pod workers on `n` arbiters of their own (real time only:
+    /// their timers are not the test runtime's paused clock).
+    pub fn pod_worker_threads(mut self, n: usize) -> Self {
+        self.pod_worker_threads = n;
+        self
+    }
+
     /// Starts the kubelet in the current actix `System`.
     pub fn start(self) -> Node {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
@@ -111,6 +119,7 @@ impl NodeBuilder {
         }
         cfg.static_pod_path = self.static_pod_path;
         cfg.file_check_frequency = self.file_check_frequency;
+        cfg.pod_worker_threads = self.pod_worker_threads;
         let clock = self.mock.clock().clone();
         cfg.wall_clock = WallClock(Arc::new(move || timestamp_from_system_time(clock.now())));
         let runtime = self.runtime.unwrap_or_else(|| Arc::new(self.mock.clone()));
@@ -142,6 +151,7 @@ impl Node {
             static_pod_path: None,
             file_check_frequency: Duration::from_secs(20),
             custom_source: true,
+            pod_worker_threads: 0,
         }
     }
 

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::exit::{ExitReason, FailureSlot, panic_message, with_failure_slot};
 
 /// Called once with the exit reason when an instance ends.
-pub(crate) type ExitNotifier = Box<dyn FnOnce(ExitReason)>;
+pub(crate) type ExitNotifier = Box<dyn FnOnce(ExitReason) + Send>;
 
 /// The supervisor's grip on a running instance. Dropping it kills the
 /// instance (so the children of a vanished supervisor never linger).
@@ -51,16 +51,36 @@ where
     A: Actor<Context = Context<A>>,
 {
     let (kill_tx, kill_rx) = oneshot::channel();
-    actix_rt::spawn(Contained {
-        fut: Some(Box::pin(fut)),
-        kill: kill_rx,
-        failure: FailureSlot::default(),
-        notify: Some(notify),
-    });
+    run_contained(fut, kill_rx, notify);
     InstanceControl {
         stop: Some(stop_tx),
         kill: Some(kill_tx),
     }
+}
+
+/// A control whose instance is started elsewhere (on another arbiter) with
+/// the receiving ends: `(control, stop receiver, kill receiver)`.
+pub(crate) fn remote_control() -> (InstanceControl, oneshot::Receiver<Instant>, oneshot::Receiver<()>) {
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let (kill_tx, kill_rx) = oneshot::channel();
+    let control = InstanceControl {
+        stop: Some(stop_tx),
+        kill: Some(kill_tx),
+    };
+    (control, stop_rx, kill_rx)
+}
+
+/// Spawns `fut` on the current arbiter, contained, ended early by `kill`.
+pub(crate) fn run_contained<A>(fut: ContextFut<A, Context<A>>, kill: oneshot::Receiver<()>, notify: ExitNotifier)
+where
+    A: Actor<Context = Context<A>>,
+{
+    actix_rt::spawn(Contained {
+        fut: Some(Box::pin(fut)),
+        kill,
+        failure: FailureSlot::default(),
+        notify: Some(notify),
+    });
 }
 
 type BoxedContextFut<A> = Pin<Box<ContextFut<A, Context<A>>>>;

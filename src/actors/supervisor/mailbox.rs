@@ -12,7 +12,7 @@ use tokio::sync::{OwnedMutexGuard, mpsc};
 
 /// A queued message for `A`, with its reply channel (if any).
 pub(crate) type Env<A> = Envelope<A>;
-type SharedReceiver<A> = Arc<tokio::sync::Mutex<mpsc::Receiver<Env<A>>>>;
+pub(crate) type SharedReceiver<A> = Arc<tokio::sync::Mutex<mpsc::Receiver<Env<A>>>>;
 
 /// Envelopes handled per poll before yielding to the actor's other work.
 const BATCH: usize = 16;

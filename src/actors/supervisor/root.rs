@@ -1,9 +1,7 @@
 //! The root of a tree: [`RootSupervisor`], and what happens when the root
 //! itself gives up ([`RootFailure`]).
 
-use std::cell::RefCell;
 use std::fmt;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -136,11 +134,11 @@ impl RootSupervisor {
         tree.watch_mailbox(&path, spec.mailbox_gauge());
         let (exit_tx, exit) = watch::channel(None);
         // The root's control lives until it exits: dropping handles never kills it.
-        let control: Rc<RefCell<Option<InstanceControl>>> = Rc::default();
+        let control: Arc<std::sync::Mutex<Option<InstanceControl>>> = Arc::default();
         let notify: ExitNotifier = {
             let (tree, path, spec, control) = (tree.clone(), path.clone(), spec.clone(), control.clone());
             Box::new(move |reason: ExitReason| {
-                drop(control.borrow_mut().take());
+                drop(control.lock().unwrap_or_else(|e| e.into_inner()).take());
                 let abnormal = reason.is_abnormal();
                 tree.update(&path, |info| {
                     info.state = if abnormal {
@@ -179,7 +177,7 @@ impl RootSupervisor {
         let started = spec
             .start(cx, notify)
             .expect("building a Supervisor value cannot panic");
-        *control.borrow_mut() = Some(started);
+        *control.lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
         tree.update(&path, |info| {
             info.state = ChildState::Running;
             info.generation = 1;

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::backoff::{Criticality, RestartBackoff};
 use super::child_ref::ChildRef;
 use super::exit::{ExitReason, panic_message};
-use super::instance::{ExitNotifier, InstanceControl, spawn_contained};
+use super::instance::{ExitNotifier, InstanceControl, remote_control, run_contained, spawn_contained};
 use super::mailbox::{Mailbox, MailboxDrain, MailboxGauge};
 use super::strategy::RestartPolicy;
 use super::tree::SupervisionTree;
@@ -230,6 +230,7 @@ pub struct ChildSpec<A: Actor<Context = Context<A>>> {
     closes_with: Vec<Arc<dyn ErasedSpec>>,
     backoff: RestartBackoff,
     criticality: Criticality,
+    arbiter: Option<actix::ArbiterHandle>,
 }
 
 impl<A: Actor<Context = Context<A>>> fmt::Debug for ChildSpec<A> {
@@ -314,6 +315,7 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
             closes_with: Vec::new(),
             backoff: RestartBackoff::default(),
             criticality: Criticality::Critical,
+            arbiter: None,
         }
     }
 
@@ -365,6 +367,41 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// ```
     pub fn criticality(mut self, criticality: Criticality) -> Self {
         self.criticality = criticality;
+        self
+    }
+
+    /// Runs every instance on `arbiter` (another thread with its own event
+    /// loop) instead of the supervisor's: the factory is called there, the
+    /// actor and its futures live there, its mailbox and exit reports cross
+    /// threads. For many independent children whose work is CPU-bound (pod
+    /// workers at 10,000 pods); a factory panic is then reported as the
+    /// instance's exit rather than as a failed start.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use actix::{Actor, Arbiter, Context, Handler, Message};
+    /// # use actlet::actors::supervisor::*;
+    /// # use actlet::testing::toy::*; // Counter: Add(n) → total, Crash fails, Quit stops
+    /// actix::System::new().block_on(async {
+    ///     let other = Arbiter::new();
+    ///     let (tx, rx) = std::sync::mpsc::channel();
+    ///     let spec = ChildSpec::new("counter", move || {
+    ///         tx.send(std::thread::current().id()).unwrap();
+    ///         Counter(0)
+    ///     })
+    ///     .on_arbiter(other.handle());
+    ///     let counter = spec.child_ref();
+    ///     let root = SupervisorSpec::new("root").child(spec).start_root();
+    ///     assert_eq!(counter.send(Add(2)).await, Ok(2));
+    ///     assert_ne!(rx.recv().unwrap(), std::thread::current().id(), "built on the other arbiter");
+    ///     counter.do_send(Crash).unwrap();
+    ///     assert_eq!(counter.send(Add(1)).await, Ok(1), "restarted there");
+    ///     root.shutdown(Duration::from_secs(5)).await.unwrap();
+    ///     other.stop();
+    /// });
+    /// ```
+    pub fn on_arbiter(mut self, arbiter: actix::ArbiterHandle) -> Self {
+        self.arbiter = Some(arbiter);
         self
     }
 
@@ -610,22 +647,30 @@ impl<A: Actor<Context = Context<A>>> ErasedSpec for ChildSpec<A> {
     }
 
     fn start(&self, cx: ChildContext, notify: ExitNotifier) -> Result<InstanceControl, ExitReason> {
+        let rx = self.mailbox.open();
+        if let Some(arbiter) = &self.arbiter {
+            let (control, stop_rx, kill_rx) = remote_control();
+            let (factory, on_stop) = (self.factory.clone(), self.on_stop.clone());
+            let spawned = arbiter.spawn(async move {
+                match catch_unwind(AssertUnwindSafe(|| factory(&cx))) {
+                    Ok(actor) => run_contained(instance(actor, rx, stop_rx, on_stop), kill_rx, notify),
+                    Err(payload) => notify(ExitReason::Panicked(panic_message(&*payload))),
+                }
+            });
+            if !spawned {
+                return Err(ExitReason::Failed(format!("the arbiter of {} has stopped", self.name)));
+            }
+            return Ok(control);
+        }
         let factory = &self.factory;
         let actor = catch_unwind(AssertUnwindSafe(|| factory(&cx)))
             .map_err(|payload| ExitReason::Panicked(panic_message(&*payload)))?;
-        let mut ctx = Context::<A>::new();
-        ctx.spawn(MailboxDrain::new(self.mailbox.open()));
         let (stop_tx, stop_rx) = oneshot::channel::<Instant>();
-        let on_stop = self.on_stop.clone();
-        ctx.spawn(
-            stop_rx
-                .into_actor(&actor)
-                .map(move |request, act, ctx| match (request, on_stop) {
-                    (Ok(deadline), Some(hook)) => hook(act, ctx, deadline),
-                    _ => ctx.stop(),
-                }),
-        );
-        Ok(spawn_contained(ctx.into_future(actor), stop_tx, notify))
+        Ok(spawn_contained(
+            instance(actor, rx, stop_rx, self.on_stop.clone()),
+            stop_tx,
+            notify,
+        ))
     }
 
     fn close(&self) {
@@ -638,6 +683,27 @@ impl<A: Actor<Context = Context<A>>> ErasedSpec for ChildSpec<A> {
     fn mailbox_gauge(&self) -> Arc<dyn MailboxGauge> {
         self.mailbox.clone()
     }
+}
+
+/// The context future of one instance: `actor` draining `rx`, stopped
+/// through `stop_rx` (by `on_stop`, else `ctx.stop()`).
+fn instance<A: Actor<Context = Context<A>>>(
+    actor: A,
+    rx: super::mailbox::SharedReceiver<A>,
+    stop_rx: oneshot::Receiver<Instant>,
+    on_stop: Option<StopHook<A>>,
+) -> actix::dev::ContextFut<A, Context<A>> {
+    let mut ctx = Context::<A>::new();
+    ctx.spawn(MailboxDrain::new(rx));
+    ctx.spawn(
+        stop_rx
+            .into_actor(&actor)
+            .map(move |request, act, ctx| match (request, on_stop) {
+                (Ok(deadline), Some(hook)) => hook(act, ctx, deadline),
+                _ => ctx.stop(),
+            }),
+    );
+    ctx.into_future(actor)
 }
 
 /// `my_crate::actors::PodWorker<X>` → `PodWorker`.
