@@ -168,7 +168,11 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
         if !wait_running(&kubelet, added, Duration::from_secs(300)).await {
             return Err(format!("wave {}: new pods not Running within 300 s", wave_secs.len() + 1).into());
         }
-        wave_secs.push(tw.elapsed().as_secs_f64());
+        let took = tw.elapsed().as_secs_f64();
+        if took > 30.0 {
+            eprintln!("    churn: wave {} took {took:.0} s", wave_secs.len() + 1);
+        }
+        wave_secs.push(took);
         tokio::time::sleep(s.pause).await;
         let (rss, _) = rss_mib();
         rss_first.get_or_insert(rss);

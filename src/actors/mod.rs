@@ -37,6 +37,15 @@
 //! own. The P2 benchmark (10k pods on the instant mock) is the measure of
 //! whether the one arbiter is the ceiling; see `docs/performance.md`.
 //!
+//! The pod workers — many independent actors whose syncs are the bulk of
+//! the CPU at 10,000 pods — may run on arbiters of their own
+//! (`KubeletConfig::pod_worker_threads`, through
+//! [`ChildSpec::on_arbiter`](supervisor::ChildSpec::on_arbiter)): a pod's
+//! worker always on the same one, its mailbox, exit reports and shared
+//! handles crossing threads as they cross actors. Off by default (0): the
+//! tests' paused clock covers the main arbiter only, and on a node with
+//! few pods one thread is plenty.
+//!
 //! # Index of the tree
 //!
 //! The tree is declared in `src/kubelet/tree.rs`: the root's children in
