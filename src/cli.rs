@@ -230,6 +230,11 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "DOMAIN", default_value = "")]
     pub cluster_domain: String,
 
+    /// Threads the pod workers run on besides the main one (actlet only):
+    /// for nodes with thousands of pods; 0 keeps every actor on one thread.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub pod_worker_threads: usize,
+
     /// Port of the authenticated HTTPS kubelet API (port); 0 disables it (actlet only).
     #[arg(long, value_name = "PORT", default_value_t = 10250)]
     pub port: u16,

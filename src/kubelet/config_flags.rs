@@ -118,6 +118,7 @@ impl KubeletConfig {
         c.healthz_addr =
             (flags.healthz_port != 0).then(|| SocketAddr::new(flags.healthz_bind_address, flags.healthz_port));
         c.server_addr = (flags.port != 0).then(|| SocketAddr::new(flags.address, flags.port));
+        c.pod_worker_threads = flags.pod_worker_threads;
         c.cluster_dns = flags.cluster_dns.iter().filter(|s| !s.is_empty()).cloned().collect();
         c.cluster_domain = flags.cluster_domain.trim_end_matches('.').to_string();
         if flags.tls_cert_file.is_some() != flags.tls_private_key_file.is_some() {
@@ -277,6 +278,16 @@ mod tests {
         let c = KubeletConfig::from_flags(&flags(&["--read-only-port=10255", "--healthz-port=0"]), "h").unwrap();
         assert_eq!(c.read_only_addr.unwrap().port(), 10255);
         assert!(c.healthz_addr.is_none());
+    }
+
+    #[test]
+    fn pod_worker_threads_default_to_the_main_arbiter() {
+        assert_eq!(
+            KubeletConfig::from_flags(&flags(&[]), "h").unwrap().pod_worker_threads,
+            0
+        );
+        let c = KubeletConfig::from_flags(&flags(&["--pod-worker-threads=2"]), "h").unwrap();
+        assert_eq!(c.pod_worker_threads, 2);
     }
 
     #[test]
