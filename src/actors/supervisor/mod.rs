@@ -173,7 +173,7 @@
 //! # Layout
 //!
 //! `strategy` (strategies, policies, intensity), `spec` (child specs and
-//! factories), `child_ref` (stable addresses), `declared` (addresses
+//! factories), `context` (what a factory knows), `child_ref` (stable addresses), `declared` (addresses
 //! declared before their specs), `mailbox` (the mailbox that
 //! outlives instances), `instance` (the contained runner), `exit` (exit
 //! reasons, [`fail`]), `actor` (the [`Supervisor`] actor and its builder),
@@ -183,6 +183,7 @@
 mod actor;
 mod backoff;
 mod child_ref;
+mod context;
 mod declared;
 mod engine;
 mod exit;
