@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: sudo hack/bench.sh [--quick] [--only p1,p2,p3]
+# Usage: sudo hack/bench.sh [--quick] [--only p1,p2,p3,churn]
 #
 # actlet's benchmarks (issue 6), one command. See docs/performance.md.
 #   1. builds the release actlet binary and the bench example;
@@ -7,7 +7,7 @@
 #      $ACTLET_BENCH_CONTAINERD_DIR, default /var/lib/actlet-bench) and stops it
 #      on exit whatever happens (down.sh --purge); not root: only P2 (mock) runs;
 #   3. runs `bench all`: P1 (overhead over raw CRI on containerd), P2 (1k/10k
-#      pods on the in-process mock CRI), P3 (footprint of the actlet process);
+#      pods on the in-process mock CRI), P3 (footprint); the churn soak (30 min) only with --only churn;
 #   4. writes bench-results.json (one object per figure: name, unit, value,
 #      conditions) and prints a table with the targets beside the figures.
 #
