@@ -151,7 +151,7 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
     let mut rss_samples = vec![];
     // Steady state comes after the deleted pods' grace periods (the busybox
     // `sleep` ignores SIGTERM: 30 s) and a few container GC minutes.
-    let warmup = (s.duration / 6).min(Duration::from_secs(300));
+    let warmup = (s.duration / 3).min(Duration::from_secs(300));
     let mut rss_warm = None;
     let started = Instant::now();
     while started.elapsed() < s.duration {
