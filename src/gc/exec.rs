@@ -109,13 +109,16 @@ async fn remove_container(runtime: &SharedRuntime, id: &str, logs: &LogDirs) -> 
                         id,
                     )
                 });
-                // One trip to the blocking pool for every file of the container.
-                let log_path = st.log_path;
+                // One trip to the blocking pool for every file of the
+                // container, in its span (failures name the container).
+                let (log_path, span) = (st.log_path, tracing::Span::current());
                 let _ = tokio::task::spawn_blocking(move || {
-                    remove_log_files(&log_path);
-                    if let Some(link) = link {
-                        remove_file_blocking(&link);
-                    }
+                    span.in_scope(|| {
+                        remove_log_files(&log_path);
+                        if let Some(link) = link {
+                            remove_file_blocking(&link);
+                        }
+                    })
                 })
                 .await;
             }
