@@ -25,8 +25,8 @@ use actlet::messages::pod_update::{PodSource, SourceSnapshot};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
-use crate::common::{Figure, NODE, manifest, median, percentile, reset_dir, rss_kib};
-use crate::mock::is_running_ready;
+use crate::common::{Figure, NODE, manifest, median, percentile, reset_dir};
+use crate::mock::{is_running_ready, self_rss_mib};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Result<T> = std::result::Result<T, BoxError>;
@@ -45,11 +45,6 @@ pub struct Soak {
     pub work_dir: PathBuf,
     /// `EventedPLEG`.
     pub evented: bool,
-}
-
-fn rss_mib() -> (f64, f64) {
-    let (rss, hwm) = rss_kib(std::process::id()).unwrap_or((0, 0));
-    (rss as f64 / 1024.0, hwm as f64 / 1024.0)
 }
 
 /// Pod number `i`: a unique name and origin, hence a unique UID.
@@ -144,7 +139,7 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
     let fill = t0.elapsed().as_secs_f64();
     eprintln!("    churn: {} pods Running in {fill:.1} s", s.pods);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (rss_fill, _) = rss_mib();
+    let (rss_fill, _) = self_rss_mib();
 
     let mut wave_secs = vec![];
     let mut rss_first = None;
@@ -174,7 +169,7 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
         }
         wave_secs.push(took);
         tokio::time::sleep(s.pause).await;
-        let (rss, _) = rss_mib();
+        let (rss, _) = self_rss_mib();
         rss_first.get_or_insert(rss);
         if started.elapsed() >= warmup {
             rss_warm.get_or_insert(rss);
@@ -192,7 +187,7 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
     // Terminated pods' records go at housekeeping (2 s), their sandboxes at
     // the container GC (every minute): settle for longer than both.
     tokio::time::sleep(Duration::from_secs(75)).await;
-    let (rss_end, hwm) = rss_mib();
+    let (rss_end, hwm) = self_rss_mib();
     let held = tables(&kubelet, &mock);
     let rss_first = rss_first.unwrap_or(rss_fill);
     let growth = (rss_end - rss_first) / rss_first * 100.0;

@@ -146,7 +146,8 @@ pub fn run_case(c: Case) -> Result<()> {
     Ok(())
 }
 
-fn self_rss_mib() -> (f64, f64) {
+/// (VmRSS, VmHWM) of this process in MiB.
+pub fn self_rss_mib() -> (f64, f64) {
     let (rss, hwm) = rss_kib(std::process::id()).unwrap_or((0, 0));
     (rss as f64 / 1024.0, hwm as f64 / 1024.0)
 }
