@@ -94,8 +94,9 @@ fn start_actlet(dir: &Path, node: &str, kubeconfig: &Path, endpoint: &str) -> Pr
         .arg("--kubeconfig")
         .arg(kubeconfig)
         // Eviction runs on the real node stats, but no test here may depend on
-        // how full the host disk is (upstream defaults evict at 10-15% free).
-        .arg("--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%")
+        // how full the host disk is (upstream defaults evict at 10-15% free, and
+        // a CI machine full of build output once had under 1% of 252 GiB free).
+        .arg("--eviction-hard=memory.available<100Mi,nodefs.available<64Mi,imagefs.available<64Mi")
         .args(["--hostname-override", node, "--node-ip", "10.0.0.1"])
         .args(["--container-runtime-endpoint", endpoint])
         .arg("--root-dir")
