@@ -11,6 +11,9 @@
 //!   the stream is reconnected and the relist slows down again.
 //! - Churn with events on creates exactly one sandbox per pod and never
 //!   starts a container twice.
+//! - Idle pods' periodic resyncs read no pod status: the global relist
+//!   covers them without events, the events keep the cache current with
+//!   them (`PodCache::events_live`, cleared when the stream breaks).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,14 +27,25 @@ use tokio::time::sleep;
 /// A node on `mock` with `EventedPLEG` as given, and the count of global
 /// relists (unfiltered `ListPodSandbox`) it made.
 fn start_node(mock: &MockRuntime, evented: bool) -> (TestNode, Arc<AtomicUsize>) {
+    let (node, relists, _) = start_node_counting(mock, evented);
+    (node, relists)
+}
+
+/// [`start_node`], also counting the pod status reads (`ListPodSandbox`
+/// filtered by pod UID: a targeted relist's or a worker's own read).
+fn start_node_counting(mock: &MockRuntime, evented: bool) -> (TestNode, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let relists = Arc::new(AtomicUsize::new(0));
-    let counted = relists.clone();
+    let pod_reads = Arc::new(AtomicUsize::new(0));
+    let (counted, reads) = (relists.clone(), pod_reads.clone());
     let hooked = HookedRuntime::new(mock.clone(), move |call| {
-        if call
-            .request::<ListPodSandboxRequest>()
-            .is_some_and(|r| r.filter.is_none())
-        {
-            counted.fetch_add(1, Ordering::SeqCst);
+        if let Some(r) = call.request::<ListPodSandboxRequest>() {
+            match &r.filter {
+                None => counted.fetch_add(1, Ordering::SeqCst),
+                Some(f) if f.label_selector.contains_key("io.kubernetes.pod.uid") => {
+                    reads.fetch_add(1, Ordering::SeqCst)
+                }
+                Some(_) => 0,
+            };
         }
     });
     let node = TestNode::builder()
@@ -39,7 +53,7 @@ fn start_node(mock: &MockRuntime, evented: bool) -> (TestNode, Arc<AtomicUsize>)
         .runtime(hooked)
         .customize(move |b| b.configure(move |c| c.evented_pleg = evented))
         .start();
-    (node, relists)
+    (node, relists, pod_reads)
 }
 
 fn mock() -> MockRuntime {
@@ -278,5 +292,41 @@ fn a_failed_global_relist_is_retried_at_the_next_tick_with_the_stream_up() {
             .expect("the next periodic global relist (it fails)");
         let n = relists_during(&relists, Duration::from_secs(5)).await;
         assert!(n >= 1, "retried within 5 s, not 300 s later: {n}");
+    });
+}
+
+#[test]
+fn idle_resyncs_read_no_pod_status_with_or_without_events() {
+    run_paused(async {
+        for evented in [false, true] {
+            let mock = mock();
+            let (node, _, pod_reads) = start_node_counting(&mock, evented);
+            run_web(&node).await;
+            let cache = node.kubelet().cache.clone();
+            if evented {
+                wait_until(|| cache.events_live(), Duration::from_secs(30))
+                    .await
+                    .expect("the cache is fed by events once the stream's first relist is done");
+            }
+            sleep(Duration::from_secs(30)).await;
+            // Ten syncFrequency periods: each resync of the pod would have
+            // asked for a targeted relist (one filtered ListPodSandbox).
+            let idle = relists_during(&pod_reads, Duration::from_secs(600)).await;
+            assert_eq!(idle, 0, "evented {evented}: pod status reads in 10 idle minutes");
+            assert_eq!(cache.events_live(), evented);
+            // The cache is still current: an exit is seen and acted on.
+            let id = mock.find_container("web", "app").unwrap().status.id;
+            assert!(mock.exit_container(&id, 3));
+            node.wait_for_restart_count("default", "web", "app", 1, Duration::from_secs(5))
+                .await
+                .expect("the exit is seen");
+            assert_eq!(mock.calls_to("RunPodSandbox").len(), 1, "no second sandbox");
+            if evented {
+                mock.set_down(true);
+                wait_until(|| !cache.events_live(), Duration::from_secs(10))
+                    .await
+                    .expect("a broken stream no longer vouches for the cache");
+            }
+        }
     });
 }

@@ -197,6 +197,29 @@ impl PodSyncResult {
                 .any(|r| r.error.as_ref().is_some_and(|e| !e.reason.is_backoff()))
     }
 
+    /// Whether the sync did more than upstream records on every sync (the
+    /// sandbox config built for containers to start, `ConfigPodSandbox`):
+    /// any other step, a failed one included (its waiting reason is news),
+    /// or a failure outside the steps. When false the runtime was not asked
+    /// to change anything and the status read before the sync still stands.
+    ///
+    /// ```
+    /// use actlet::kuberuntime::sync_result::{PodSyncResult, SyncAction, SyncResult};
+    /// let mut idle = PodSyncResult::default();
+    /// idle.add(SyncResult::ok(SyncAction::ConfigPodSandbox, "sandbox-1"));
+    /// assert!(!idle.did_work());
+    /// let mut started = idle.clone();
+    /// started.add(SyncResult::ok(SyncAction::StartContainer, "app"));
+    /// assert!(started.did_work());
+    /// ```
+    pub fn did_work(&self) -> bool {
+        self.sync_error.is_some()
+            || self
+                .results
+                .iter()
+                .any(|r| r.action != SyncAction::ConfigPodSandbox || r.error.is_some())
+    }
+
     /// The failures, as upstream's aggregate error message; `None` when ok.
     pub fn error_message(&self) -> Option<String> {
         let mut parts: Vec<String> = self

@@ -17,7 +17,9 @@
 //!   relists, never become state; while the stream is up the global relist
 //!   runs every [`EVENTED_RELIST_PERIOD`]; when it breaks, the PLEG relists
 //!   at once and every period again, and reconnects with backoff; every
-//!   (re)connection is followed by a global relist.
+//!   (re)connection is followed by a global relist, and once that finished
+//!   the cache is marked fed by events ([`PodCache::events_live`]) until the
+//!   stream breaks or the PLEG restarts.
 //! - Health: healthy while the last global relist finished within 3 minutes
 //!   (upstream `relistThreshold`; 10 minutes while the event stream is up);
 //!   readable without a message via [`PlegHealthHandle`].
@@ -289,6 +291,11 @@ impl Pleg {
                             act.reinspect.extend(failed);
                             act.cache.update_time(started);
                             act.cache.prune_covered(started);
+                            // The recovery boundary after a (re)connection is
+                            // read: from now on the events keep the cache current.
+                            if act.stream.up_since.is_some_and(|up| up <= started) {
+                                act.cache.set_events_live(true);
+                            }
                             act.old = Records::from_relist(new.relist);
                             act.names = new.names;
                             let now = Instant::now();
@@ -411,6 +418,7 @@ impl Pleg {
         let Some(since) = self.stream.up_since.take() else {
             return;
         };
+        self.cache.set_events_live(false);
         self.stream.generation += 1;
         self.health.stream_disconnected();
         tracing::warn!(
@@ -461,6 +469,9 @@ impl Actor for Pleg {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        // A PLEG restarted while the stream was up left the flag set; this
+        // instance has no stream yet.
+        self.cache.set_events_live(false);
         let requests = futures::stream::unfold(self.cache.clone(), |cache| async move {
             cache.relist_requested().await;
             Some((RelistRequested, cache))

@@ -2,7 +2,7 @@
 //! time it was read, shared by the PLEG (writer) and the pod workers (readers).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
@@ -70,6 +70,8 @@ pub struct PodCache {
     pods: Arc<DashMap<PodUid, CacheEntry>>,
     global: Arc<watch::Sender<Option<Instant>>>,
     requests: Arc<RelistRequests>,
+    /// The runtime's container events keep the cache current ([`PodCache::events_live`]).
+    events_live: Arc<AtomicBool>,
 }
 
 /// How many pods may wait for a targeted relist at once; further requests
@@ -105,6 +107,7 @@ impl PodCache {
             pods: Arc::new(DashMap::new()),
             global: Arc::new(tx),
             requests: Arc::default(),
+            events_live: Arc::default(),
         }
     }
 
@@ -156,6 +159,46 @@ impl PodCache {
     /// PLEG waits on).
     pub async fn relist_requested(&self) {
         self.requests.wake.notified().await;
+    }
+
+    /// Whether a targeted relist of `uid` is waiting to start.
+    ///
+    /// ```
+    /// let cache = actlet::pleg::PodCache::new();
+    /// cache.request_relist(&"u1".into(), "web", "default");
+    /// assert!(cache.relist_pending(&"u1".into()) && !cache.relist_pending(&"u2".into()));
+    /// ```
+    pub fn relist_pending(&self, uid: &PodUid) -> bool {
+        self.requests
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(uid)
+    }
+
+    /// Whether the runtime's container event stream keeps this cache
+    /// current: set by the PLEG (`EventedPLEG`) once a global relist finished
+    /// after the stream (re)connected, cleared when the stream breaks and
+    /// when a PLEG starts. While it holds, every change in the runtime asks
+    /// for a targeted relist of its pod, so an entry with no relist pending
+    /// is the pod's state but for an event still on its way: a periodic
+    /// resync may use it without a read of its own (upstream instead moves
+    /// the global timestamp every 2 s, `globalCacheUpdatePeriod`, which can
+    /// also answer a worker that waits for its own last change).
+    ///
+    /// ```
+    /// let cache = actlet::pleg::PodCache::new();
+    /// assert!(!cache.events_live(), "relisting until the PLEG says otherwise");
+    /// cache.set_events_live(true);
+    /// assert!(cache.clone().events_live());
+    /// ```
+    pub fn events_live(&self) -> bool {
+        self.events_live.load(Ordering::Acquire)
+    }
+
+    /// Sets [`events_live`](Self::events_live) (the PLEG's to call).
+    pub fn set_events_live(&self, live: bool) {
+        self.events_live.store(live, Ordering::Release);
     }
 
     /// Requests dropped because [`MAX_PENDING_RELISTS`] were waiting.
@@ -333,6 +376,48 @@ impl PodCache {
         self.pods.is_empty()
     }
 
+    /// Whether [`get_newer_than`](Self::get_newer_than) would answer at
+    /// once: the pod's entry, or the global timestamp, is newer than `min`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// let t0 = Instant::now();
+    /// let t1 = t0 + Duration::from_secs(1);
+    /// cache.set("u1".into(), None, None, t1);
+    /// assert!(cache.is_newer_than(&"u1".into(), t0));
+    /// assert!(!cache.is_newer_than(&"u2".into(), t0), "no entry, no relist yet");
+    /// cache.update_time(t1);
+    /// assert!(cache.is_newer_than(&"u2".into(), t0), "a relist after t0 answers for it");
+    /// ```
+    pub fn is_newer_than(&self, uid: &PodUid, min: Instant) -> bool {
+        self.global_time().is_some_and(|g| g > min) || self.pods.get(uid).is_some_and(|e| e.modified > min)
+    }
+
+    /// The entry for `uid` as it stands, without waiting: its own entry, or
+    /// "nothing in the runtime" as of the global timestamp; `None` before
+    /// the first relist.
+    ///
+    /// ```
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// assert!(cache.current(&"u1".into()).is_none(), "no relist yet");
+    /// let t = Instant::now();
+    /// cache.update_time(t);
+    /// let e = cache.current(&"u1".into()).unwrap();
+    /// assert!(e.status.is_none() && e.error.is_none() && e.modified == t);
+    /// ```
+    pub fn current(&self, uid: &PodUid) -> Option<CacheEntry> {
+        self.get(uid).or_else(|| {
+            self.global_time().map(|g| CacheEntry {
+                status: None,
+                error: None,
+                modified: g,
+            })
+        })
+    }
+
     /// The entry for `uid` once the PLEG has relisted at least once
     /// (upstream `GetNewerThan` with a zero time): a pod the cache has no
     /// entry for has nothing in the runtime as of that relist, so a brand-new
@@ -423,132 +508,5 @@ impl PodCache {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    fn status(uid: &str) -> Arc<RuntimePodStatus> {
-        Arc::new(RuntimePodStatus::empty(uid.into(), "p", "default"))
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn pruned_entries_are_answered_by_the_global_timestamp_newer_ones_kept() {
-        let cache = PodCache::new();
-        let t0 = Instant::now();
-        cache.set("gone".into(), Some(status("gone")), None, t0);
-        cache.set("none".into(), None, None, t0);
-        let mut running = RuntimePodStatus::empty("running".into(), "p", "default");
-        running.sandboxes.push(crate::kuberuntime::pod_status::SandboxStatus {
-            id: "sb".into(),
-            state: crate::kuberuntime::pod_status::SandboxState::NotReady,
-            created_at: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-            attempt: 0,
-            ips: vec![],
-            host_network: false,
-        });
-        cache.set("running".into(), Some(Arc::new(running)), None, t0);
-        tokio::time::advance(Duration::from_millis(10)).await;
-        let t1 = Instant::now();
-        cache.set("later".into(), Some(status("later")), None, t1);
-        cache.prune_covered(t0);
-        assert_eq!(
-            cache.len(),
-            4,
-            "the global timestamp does not cover t0 yet: nothing pruned"
-        );
-        cache.update_time(t0);
-        cache.prune_covered(t0);
-        let mut left: Vec<String> = cache.pods.iter().map(|e| e.key().to_string()).collect();
-        left.sort();
-        assert_eq!(left, ["later", "running"], "only empty entries no newer than t0 go");
-        let e = cache.get_relisted(&"gone".into()).await;
-        assert!(
-            e.status.is_none() && e.modified == t0,
-            "answered as before: nothing, as of t0"
-        );
-    }
-
-    #[test]
-    fn could_run_until_listed_then_as_the_entry_says() {
-        use crate::kuberuntime::pod_status::{SandboxState, SandboxStatus};
-        let cache = PodCache::new();
-        let uid: PodUid = "u1".into();
-        assert!(cache.could_have_running_containers(&uid), "not listed yet: may run");
-        cache.update_time(Instant::now());
-        assert!(
-            !cache.could_have_running_containers(&uid),
-            "listed, no entry: nothing runs"
-        );
-        cache.set(uid.clone(), Some(status("u1")), None, Instant::now());
-        assert!(!cache.could_have_running_containers(&uid), "empty status");
-        let mut ready = (*status("u1")).clone();
-        ready.sandboxes.push(SandboxStatus {
-            id: "s".into(),
-            state: SandboxState::Ready,
-            created_at: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-            attempt: 0,
-            ips: vec![],
-            host_network: false,
-        });
-        cache.set(uid.clone(), Some(Arc::new(ready)), None, Instant::now());
-        assert!(cache.could_have_running_containers(&uid), "ready sandbox");
-        cache.set(uid.clone(), None, Some("cri down".into()), Instant::now());
-        assert!(cache.could_have_running_containers(&uid), "unreadable: may run");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn get_newer_than_returns_at_once_when_entry_is_newer() {
-        let cache = PodCache::new();
-        let t0 = Instant::now();
-        tokio::time::advance(Duration::from_secs(1)).await;
-        cache.set("a".into(), Some(status("a")), None, Instant::now());
-        let e = cache.get_newer_than(&"a".into(), t0).await;
-        assert!(e.status.is_some());
-        assert!(e.modified > t0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn get_newer_than_waits_for_a_later_write() {
-        let cache = PodCache::new();
-        let t0 = Instant::now();
-        cache.set("a".into(), Some(status("a")), None, t0);
-        let c2 = cache.clone();
-        let waiter = tokio::spawn(async move { c2.get_newer_than(&"a".into(), t0).await });
-        tokio::task::yield_now().await;
-        assert!(!waiter.is_finished(), "must wait: the entry is not newer than t0");
-        tokio::time::advance(Duration::from_millis(10)).await;
-        let t1 = Instant::now();
-        cache.set("a".into(), Some(status("a")), None, t1);
-        let e = waiter.await.unwrap();
-        assert_eq!(e.modified, t1);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn global_timestamp_answers_for_missing_pods() {
-        let cache = PodCache::new();
-        let t0 = Instant::now();
-        let c2 = cache.clone();
-        let waiter = tokio::spawn(async move { c2.get_newer_than(&"gone".into(), t0).await });
-        tokio::task::yield_now().await;
-        assert!(!waiter.is_finished());
-        tokio::time::advance(Duration::from_millis(10)).await;
-        cache.update_time(Instant::now());
-        let e = waiter.await.unwrap();
-        assert!(e.status.is_none());
-        assert!(e.modified > t0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn older_write_never_replaces_newer() {
-        let cache = PodCache::new();
-        let t0 = Instant::now();
-        tokio::time::advance(Duration::from_secs(1)).await;
-        let t1 = Instant::now();
-        cache.set("a".into(), Some(status("a")), None, t1);
-        cache.set("a".into(), None, Some("stale".into()), t0);
-        let e = cache.get(&"a".into()).unwrap();
-        assert_eq!(e.modified, t1);
-        assert!(e.status.is_some());
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

@@ -52,25 +52,39 @@ pub struct StepOutcome {
 /// step), or for a worker's first step any entry once the PLEG has relisted
 /// (no entry then means nothing in the runtime: a new pod costs no read).
 /// An entry holding a read error is replaced by a fresh runtime read. When
-/// the entry is older than the previous step, a targeted PLEG relist of the
-/// pod is requested, so the wait does not depend on the global relist's
-/// period (300 s while the runtime's event stream is up).
+/// neither the entry nor the global timestamp is newer than the previous
+/// step, a targeted PLEG relist of the pod is requested, so the wait does
+/// not depend on the global relist's period (300 s while the runtime's event
+/// stream is up) — except for a `resync` (a periodic or PLEG-triggered
+/// `SyncPodSync` after a step that succeeded) while the event stream keeps
+/// the cache current ([`PodCache::events_live`](crate::pleg::PodCache::events_live))
+/// and no relist of the pod is pending: then the entry as it stands is the
+/// state (a step that changed the runtime ended with a read of its own, so
+/// the entry holds the worker's own changes; a change it missed is an event
+/// on its way, which syncs the pod again). At 10k idle pods this spares ~170
+/// targeted relists a second.
 pub async fn runtime_status(
     deps: &WorkerDeps,
     pod: &Pod,
     newer_than: Option<Instant>,
+    resync: bool,
 ) -> Result<Arc<RuntimePodStatus>, String> {
     let uid = pod_uid(pod);
     let entry = match newer_than {
-        Some(min) => {
-            if deps.cache.get(&uid).is_none_or(|e| e.modified <= min) {
-                // Not read since the last step: ask for a targeted relist
-                // rather than wait for the next global one.
-                let (name, ns) = name_ns(pod);
-                deps.cache.request_relist(&uid, &name, &ns);
+        Some(min) if !deps.cache.is_newer_than(&uid, min) => {
+            let fed = resync && deps.cache.events_live() && !deps.cache.relist_pending(&uid);
+            match fed.then(|| deps.cache.current(&uid)).flatten() {
+                Some(entry) => entry,
+                None => {
+                    // Not read since the last step: ask for a targeted relist
+                    // rather than wait for the next global one.
+                    let (name, ns) = name_ns(pod);
+                    deps.cache.request_relist(&uid, &name, &ns);
+                    deps.cache.get_newer_than(&uid, min).await
+                }
             }
-            deps.cache.get_newer_than(&uid, min).await
         }
+        Some(min) => deps.cache.get_newer_than(&uid, min).await,
         None => deps.cache.get_relisted(&uid).await,
     };
     if let Some(status) = entry.status {
@@ -188,6 +202,7 @@ pub async fn sync_pod(
     deps: &WorkerDeps,
     pod: &Arc<Pod>,
     newer_than: Option<Instant>,
+    resync: bool,
     waiting: &Waiting,
     cancel: tokio_util::sync::CancellationToken,
 ) -> StepOutcome {
@@ -202,7 +217,7 @@ pub async fn sync_pod(
         terminated: false,
         retry_at: None,
     };
-    let status = match runtime_status(deps, pod, newer_than).await {
+    let status = match runtime_status(deps, pod, newer_than, resync).await {
         Ok(s) => s,
         Err(e) => {
             failed_sync(deps, pod, &e);
@@ -300,9 +315,12 @@ pub async fn sync_pod(
     if result.has_real_errors() {
         out.error = result.error_message();
     }
-    if result.results.is_empty() && result.sync_error.is_none() {
-        // Nothing was asked of the runtime: the status read before the sync
-        // (and published above) stands; the PLEG reports later changes.
+    if !result.did_work() {
+        // Nothing was asked of the runtime (an idle resync: only the
+        // sandbox config step upstream records every time): the status read
+        // before the sync (and published above) stands; the PLEG reports
+        // later changes. Reading it again cost every idle pod a runtime read
+        // per `syncFrequency` (~170 reads a second at 10k pods).
         return out;
     }
     match refresh(deps, pod).await {
@@ -357,7 +375,7 @@ pub async fn terminate_pod(
         terminated: false,
         retry_at: None,
     };
-    let status = match runtime_status(deps, pod, newer_than).await {
+    let status = match runtime_status(deps, pod, newer_than, false).await {
         Ok(s) => s,
         Err(e) => {
             failed_sync(deps, pod, &e);

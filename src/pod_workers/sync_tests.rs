@@ -51,7 +51,7 @@ async fn an_unreadable_runtime_status_records_failed_sync() {
         Some("rpc error: runtime down".into()),
         tokio::time::Instant::now(),
     );
-    let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new(), Default::default()).await;
+    let out = sync_pod(&deps, &Arc::new(pod), None, false, &Waiting::new(), Default::default()).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -91,7 +91,7 @@ async fn a_pod_cgroup_error_fails_the_sync_with_an_event_naming_the_path() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     deps.cache.update_time(tokio::time::Instant::now()); // a relist found nothing of the pod
-    let out = sync_pod(&deps, &Arc::new(pod), None, &Waiting::new(), Default::default()).await;
+    let out = sync_pod(&deps, &Arc::new(pod), None, false, &Waiting::new(), Default::default()).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     assert!(error.contains("kubepods/besteffort/podu9"), "{error}");
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -102,4 +102,109 @@ async fn a_pod_cgroup_error_fails_the_sync_with_an_event_naming_the_path() {
     assert_eq!(ev.type_, EventType::Warning);
     assert!(ev.message.contains("kubepods/besteffort/podu9"), "{}", ev.message);
     assert_eq!(mock.call_count("RunPodSandbox"), 0, "no sandbox without its cgroup");
+}
+
+/// The status `read` answers with, which must not wait (no read of its own).
+async fn at_once(
+    read: impl std::future::Future<Output = Result<Arc<RuntimePodStatus>, String>>,
+) -> Arc<RuntimePodStatus> {
+    let start = tokio::time::Instant::now();
+    match tokio::time::timeout(std::time::Duration::from_secs(5), read).await {
+        Ok(Ok(s)) => {
+            assert_eq!(start.elapsed(), std::time::Duration::ZERO, "answered without waiting");
+            s
+        }
+        Ok(Err(e)) => panic!("{e}"),
+        Err(_) => panic!("waited for a runtime read"),
+    }
+}
+
+fn web_pod() -> Pod {
+    serde_yaml_ng::from_str(
+        "metadata: {name: web, namespace: default, uid: u-web}\nspec: {containers: [{name: app, image: busybox}]}",
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The cache as after a step that read the pod at `read_at` and a global
+/// relist before it.
+fn cache_with_entry(deps: &WorkerDeps, read_at: tokio::time::Instant) -> Arc<RuntimePodStatus> {
+    let status = Arc::new(RuntimePodStatus::empty("u-web".into(), "web", "default"));
+    deps.cache.update_time(read_at);
+    deps.cache.set("u-web".into(), Some(status.clone()), None, read_at);
+    status
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resync_uses_the_event_fed_entry_without_asking_for_a_relist() {
+    let deps = deps(&MockRuntime::new(), EventRecorder::disabled());
+    let t0 = tokio::time::Instant::now();
+    let stored = cache_with_entry(&deps, t0);
+    tokio::time::advance(std::time::Duration::from_secs(60)).await;
+    let min = tokio::time::Instant::now(); // the previous (idle) step
+    deps.cache.set_events_live(true);
+    let got = at_once(runtime_status(&deps, &web_pod(), Some(min), true)).await;
+    assert!(Arc::ptr_eq(&got, &stored));
+    assert!(!deps.cache.relist_pending(&"u-web".into()), "no targeted relist");
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_events_or_for_other_work_an_old_entry_asks_for_a_relist() {
+    for (live, resync) in [(false, true), (true, false)] {
+        let deps = deps(&MockRuntime::new(), EventRecorder::disabled());
+        cache_with_entry(&deps, tokio::time::Instant::now());
+        tokio::time::advance(std::time::Duration::from_secs(60)).await;
+        let min = tokio::time::Instant::now();
+        deps.cache.set_events_live(live);
+        let pod = web_pod();
+        let read = runtime_status(&deps, &pod, Some(min), resync);
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(5), read).await;
+        assert!(
+            waited.is_err(),
+            "live {live}, resync {resync}: waits for a read after the last step"
+        );
+        assert!(
+            deps.cache.relist_pending(&"u-web".into()),
+            "live {live}, resync {resync}: a targeted relist was asked for"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pending_relist_is_waited_for_even_with_events() {
+    let deps = deps(&MockRuntime::new(), EventRecorder::disabled());
+    cache_with_entry(&deps, tokio::time::Instant::now());
+    tokio::time::advance(std::time::Duration::from_secs(60)).await;
+    let min = tokio::time::Instant::now();
+    deps.cache.set_events_live(true);
+    // An event asked for a read of the pod: the entry is about to change.
+    deps.cache.request_relist(&"u-web".into(), "web", "default");
+    let pod = web_pod();
+    let cache = deps.cache.clone();
+    let fresh = Arc::new(RuntimePodStatus::empty("u-web".into(), "web", "default"));
+    let write = fresh.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        cache.set("u-web".into(), Some(write), None, tokio::time::Instant::now());
+    });
+    let got = runtime_status(&deps, &pod, Some(min), true).await;
+    assert!(
+        Arc::ptr_eq(&got.unwrap_or_else(|e| panic!("{e}")), &fresh),
+        "the read the event asked for"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_global_relist_after_the_last_step_answers_without_a_targeted_one() {
+    let deps = deps(&MockRuntime::new(), EventRecorder::disabled());
+    let stored = cache_with_entry(&deps, tokio::time::Instant::now());
+    let min = tokio::time::Instant::now();
+    tokio::time::advance(std::time::Duration::from_secs(1)).await;
+    deps.cache.update_time(tokio::time::Instant::now()); // the generic PLEG's next relist
+    let got = at_once(runtime_status(&deps, &web_pod(), Some(min), false)).await;
+    assert!(Arc::ptr_eq(&got, &stored));
+    assert!(
+        !deps.cache.relist_pending(&"u-web".into()),
+        "the global relist covers it"
+    );
 }

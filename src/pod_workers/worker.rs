@@ -36,7 +36,7 @@ use super::pending::{Offer, UpdateSlot};
 use super::sync::{StepOutcome, Waiting, sync_pod, terminate_pod};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::messages::PodUid;
-use crate::messages::pod_work::{SyncFinished, SyncKind, UpdatePod};
+use crate::messages::pod_work::{PodWork, SyncFinished, SyncKind, UpdatePod};
 use crate::pod_manager::format_pod;
 
 /// Delay before a failed kill is tried again.
@@ -51,6 +51,9 @@ pub struct PodWorker {
     slot: UpdateSlot,
     pod: Option<Arc<Pod>>,
     last_step: Option<Instant>,
+    /// The last step succeeded (so it ended with the pod's status read
+    /// after whatever it changed in the runtime).
+    last_ok: bool,
     waiting: Waiting,
     last_kill: Option<UpdatePod>,
     backoff_retry: Option<SpawnHandle>,
@@ -72,6 +75,7 @@ impl PodWorker {
             // predecessor may have outdated (e.g. read before it created the
             // sandbox): its first step waits for a status read after now.
             last_step: (generation > 1).then(Instant::now),
+            last_ok: false,
             waiting: Waiting::new(),
             last_kill: None,
             backoff_retry: None,
@@ -98,6 +102,9 @@ impl PodWorker {
     fn run(&mut self, update: UpdatePod, ctx: &mut Context<Self>) {
         let deps = self.deps.clone();
         let newer_than = self.last_step;
+        // A periodic or event-triggered sync after a good step may use the
+        // event-fed cache as it stands (`runtime_status`).
+        let resync = self.last_ok && matches!(update.work, PodWork::Sync(SyncKind::Sync));
         let waiting = self.waiting.clone();
         let span = tracing::info_span!("pod_worker", pod = %format_pod(&update.pod), work = ?update.work);
         let kill = update.work.kill_options().cloned();
@@ -108,16 +115,16 @@ impl PodWorker {
         let cancel = tokio_util::sync::CancellationToken::new();
         self.step_cancel = kill.is_none().then(|| cancel.clone());
         let operation = match &update.work {
-            crate::messages::pod_work::PodWork::Kill(_) => "kill",
-            crate::messages::pod_work::PodWork::Sync(SyncKind::Create) => "create",
-            crate::messages::pod_work::PodWork::Sync(SyncKind::Update) => "update",
-            crate::messages::pod_work::PodWork::Sync(SyncKind::Sync) => "sync",
+            PodWork::Kill(_) => "kill",
+            PodWork::Sync(SyncKind::Create) => "create",
+            PodWork::Sync(SyncKind::Update) => "update",
+            PodWork::Sync(SyncKind::Sync) => "sync",
         };
         let step = async move {
             let began = std::time::Instant::now();
             let out = match kill {
                 Some(k) => terminate_pod(&deps, &pod, newer_than, &k, &waiting).await,
-                None => sync_pod(&deps, &pod, newer_than, &waiting, cancel).await,
+                None => sync_pod(&deps, &pod, newer_than, resync, &waiting, cancel).await,
             };
             if let Some(m) = &deps.metrics {
                 m.observe_sync(operation, began.elapsed());
@@ -133,6 +140,7 @@ impl PodWorker {
 
     fn finished(&mut self, out: StepOutcome, ctx: &mut Context<Self>) {
         self.last_step = Some(out.started_at);
+        self.last_ok = out.error.is_none();
         self.waiting = out.waiting;
         if let (Some(kill), Some(pod)) = (out.terminate, self.pod.clone()) {
             tracing::info!(pod = %format_pod(&pod), "pod is terminal or deleted; terminating");
