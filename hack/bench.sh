@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: sudo hack/bench.sh [--quick] [--only p1,p2,p3,churn]
+# Usage: sudo hack/bench.sh [--quick] [--only p1,p2,p3,cluster,churn]
 #
 # actlet's benchmarks (issue 6), one command. See docs/performance.md.
 #   1. builds the release actlet binary and the bench example;
@@ -7,7 +7,11 @@
 #      $ACTLET_BENCH_CONTAINERD_DIR, default /var/lib/actlet-bench) and stops it
 #      on exit whatever happens (down.sh --purge); not root: only P2 (mock) runs;
 #   3. runs `bench all`: P1 (overhead over raw CRI on containerd), P2 (1k/10k
-#      pods on the in-process mock CRI), P3 (footprint); the churn soak (30 min) only with --only churn;
+#      pods on the in-process mock CRI), P3 (footprint), cluster (actlet against a
+#      real kube-apiserver: start -> Node Ready, API pod -> Running + Ready beside
+#      the raw CRI floor, footprint; needs KUBEBUILDER_ASSETS, default
+#      ../shared/envtest/bin when that exists, else SKIPPED); the churn soak
+#      (30 min) only with --only churn;
 #   4. writes bench-results.json (one object per figure: name, unit, value,
 #      conditions) and prints a table with the targets beside the figures.
 #
@@ -19,6 +23,7 @@
 #   ACTLET_BENCH_CONTAINERD_DIR  containerd state dir (default /var/lib/actlet-bench)
 #   ACTLET_BENCH_WORK            scratch dir: manifests, actlet logs (default target/bench)
 #   ACTLET_BENCH_OUT             the JSON summary (default bench-results.json)
+#   KUBEBUILDER_ASSETS           kube-apiserver + etcd for the cluster part
 #   CARGO_TARGET_DIR             as usual (default target)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,7 +31,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ARGS=()
 for a in "$@"; do
     case "$a" in
-        -h|--help) sed -n '2,23p' "$0" >&2; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" >&2; exit 0 ;;
         *) ARGS+=("$a") ;;
     esac
 done
@@ -57,6 +62,11 @@ if [ "$(id -u)" -eq 0 ]; then
 else
     echo "WARNING: not root: P1 and P3 (real containerd) are SKIPPED; P2 (mock) runs" >&2
     trap 'rm -rf /dev/shm/actlet-bench' EXIT
+fi
+
+if [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ -d ../shared/envtest/bin ]; then
+    KUBEBUILDER_ASSETS="$(cd ../shared/envtest/bin && pwd)"
+    export KUBEBUILDER_ASSETS
 fi
 
 step "bench all ${ARGS[*]:-}"

@@ -148,9 +148,9 @@ impl Drop for ActletProc {
 
 /// What one batch of N pods gave: per-pod latencies and the whole batch (s).
 #[derive(Clone, Debug, Default)]
-struct Batch {
-    latencies: Vec<f64>,
-    total: f64,
+pub(crate) struct Batch {
+    pub(crate) latencies: Vec<f64>,
+    pub(crate) total: f64,
     /// Per pod, seconds from its start to RunPodSandbox / CreateContainer /
     /// StartContainer returning (actlet: read from its log).
     phases: Vec<[f64; 3]>,
@@ -207,7 +207,7 @@ fn phases_from_log(log: &Path, names: &[String], written: &[SystemTime]) -> Vec<
     at.into_iter().filter_map(|p| Some([p[0]?, p[1]?, p[2]?])).collect()
 }
 
-struct Env {
+pub(crate) struct Env {
     rt: tokio::runtime::Runtime,
     client: Arc<CriClient>,
     cfg: Arc<RuntimeManagerConfig>,
@@ -217,7 +217,7 @@ struct Env {
 }
 
 impl Env {
-    fn new(o: &Opts) -> Result<Self> {
+    pub(crate) fn new(o: &Opts) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -260,7 +260,7 @@ impl Env {
 
     /// Stops and removes every sandbox and container of the benchmark's
     /// containerd, deletes their pod cgroups, and waits until nothing is listed.
-    fn clean(&self) -> Result<()> {
+    pub(crate) fn clean(&self) -> Result<()> {
         let client = self.client.clone();
         self.rt.block_on(async move {
             let t0 = Instant::now();
@@ -315,7 +315,7 @@ impl Env {
     }
 
     /// The raw path: N pods, at most `cap` in flight (`None`: all at once).
-    fn raw_batch(&self, o: &Opts, names: &[String], cap: Option<usize>) -> Result<Batch> {
+    pub(crate) fn raw_batch(&self, o: &Opts, names: &[String], cap: Option<usize>) -> Result<Batch> {
         let pods: Vec<Pod> = names
             .iter()
             .map(|n| {

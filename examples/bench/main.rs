@@ -2,13 +2,16 @@
 //!
 //! ```text
 //! bench all [--quick] --endpoint unix:///…/containerd.sock --actlet target/release/actlet
-//!           [--work-dir /var/lib/actlet-bench/work] [--out bench-results.json] [--only p1,p2,p3]
+//!           [--work-dir /var/lib/actlet-bench/work] [--out bench-results.json] [--only p1,p2,p3,cluster]
 //! bench p2-case --pods N --latency instant|real --source file|custom|mock --idle-secs S --work-dir DIR
 //! bench churn --pods 10000 --wave 500 --minutes 30 --work-dir DIR
 //! ```
 //! - P1: pod-start overhead of actlet over raw CRI calls on a real containerd;
 //! - P2: 1k / 10k pods on the in-process mock CRI (one process per case);
 //! - P3: footprint of the actlet process (RSS, CPU idle; start → /healthz ok);
+//! - cluster: actlet against a real kube-apiserver (envtest, `$KUBEBUILDER_ASSETS`)
+//!   on the same containerd: start → Node Ready, API pod → Running + Ready
+//!   beside the raw CRI floor, footprint in cluster mode;
 //! - churn: the memory soak on the mock (`--only churn`: 30 min at 10k pods,
 //!   `--quick`: 1 min at 1k; not in the default set).
 //!
@@ -16,8 +19,12 @@
 //! containerd and runs `bench all`. See docs/performance.md.
 
 mod churn;
+mod cluster;
 mod common;
 mod containerd;
+// The tests' envtest harness (a real kube-apiserver + etcd on loopback).
+#[path = "../../tests/support/envtest.rs"]
+mod envtest;
 mod indexed;
 mod mock;
 
@@ -72,8 +79,8 @@ struct AllArgs {
     /// Where the JSON summary goes.
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
-    /// Comma-separated subset of p1,p2,p3,churn.
-    #[arg(long, default_value = "p1,p2,p3")]
+    /// Comma-separated subset of p1,p2,p3,cluster,churn.
+    #[arg(long, default_value = "p1,p2,p3,cluster")]
     only: String,
     /// P1 pod counts instead of the defaults (1,10,50; --quick: 1,5), e.g. `--sizes 50`.
     #[arg(long, value_delimiter = ',')]
@@ -232,7 +239,7 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     } else {
         (Duration::from_secs(60), 50)
     };
-    let wants_cri = only.contains(&"p1") || only.contains(&"p3");
+    let wants_cri = only.contains(&"p1") || only.contains(&"p3") || only.contains(&"cluster");
     match (&a.endpoint, wants_cri) {
         (Some(endpoint), true) => {
             let mut opts = containerd::Opts {
@@ -268,8 +275,20 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 eprintln!("== P3: footprint of the actlet process");
                 figures.extend(containerd::p3(&opts, with_pods)?);
             }
+            if only.contains(&"cluster") {
+                eprintln!("== cluster: actlet against a real kube-apiserver (envtest) on {endpoint}");
+                let c = cluster::Opts {
+                    rounds: if a.quick { 2 } else { 5 },
+                    batch: opts.p3_pods,
+                    idle,
+                    cri: opts,
+                };
+                figures.extend(cluster::run(&c)?);
+            }
         }
-        (None, true) => eprintln!("== P1/P3 SKIPPED: no --endpoint (needs root and a containerd: hack/bench.sh)"),
+        (None, true) => {
+            eprintln!("== P1/P3/cluster SKIPPED: no --endpoint (needs root and a containerd: hack/bench.sh)")
+        }
         _ => {}
     }
     if only.contains(&"p2") {
