@@ -178,6 +178,27 @@ impl PodManager {
         self.pods.iter().map(|e| e.value().clone()).collect()
     }
 
+    /// The desired pods `keep` accepts (a snapshot; order unspecified): a
+    /// pass over some of them without copying the rest.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use actlet::messages::pod_update::PodSource;
+    /// let pods = actlet::pod_manager::PodManager::new();
+    /// for (uid, name) in [("u1", "a"), ("u2", "b")] {
+    ///     pods.upsert(Arc::new(actlet::testing::PodBuilder::new(name).uid(uid).build()), PodSource::File);
+    /// }
+    /// let b = pods.pods_where(|p| p.metadata.name.as_deref() == Some("b"));
+    /// assert_eq!(b.len(), 1);
+    /// ```
+    pub fn pods_where(&self, mut keep: impl FnMut(&Pod) -> bool) -> Vec<Arc<Pod>> {
+        self.pods
+            .iter()
+            .filter(|e| keep(&e.value().pod))
+            .map(|e| Arc::clone(&e.value().pod))
+            .collect()
+    }
+
     /// UIDs of every desired pod.
     ///
     /// ```

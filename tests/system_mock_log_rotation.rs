@@ -2,7 +2,8 @@
 //! chatty container's CRI log is rotated once it passes
 //! `containerLogMaxSize`, the runtime reopens it (`ReopenContainerLog`),
 //! older rotated files are gzipped and at most `containerLogMaxFiles` files
-//! are kept, while the container keeps writing to the fresh log.
+//! are kept, while the container keeps writing to the fresh log. A
+//! container's log path is read from its status once, not every round.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -117,6 +118,44 @@ fn a_chatty_containers_log_is_rotated_compressed_and_bounded() {
             current.len() < 4096 + 200,
             "the current log was rotated: {} bytes",
             current.len()
+        );
+    });
+}
+
+#[test]
+fn a_containers_log_path_is_read_once_not_every_round() {
+    run_paused(async {
+        let mock = MockRuntime::builder().script("c", Behaviour::run_forever()).build();
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(|b| {
+                b.configure(|c| {
+                    c.container_log_policy = LogRotatePolicy {
+                        monitor_interval: Duration::from_secs(1),
+                        ..LogRotatePolicy::default()
+                    }
+                })
+            })
+            .start();
+        node.set_pods(vec![
+            PodBuilder::new("quiet")
+                .container("c", "busybox:1.36", ["sleep", "3600"])
+                .build(),
+        ]);
+        node.wait_for_phase("default", "quiet", "Running", Duration::from_secs(60))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let (statuses, lists) = (mock.call_count("ContainerStatus"), mock.call_count("ListContainers"));
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(
+            mock.call_count("ListContainers") >= lists + 30,
+            "a rotation round (a list of the running containers) every second"
+        );
+        let more = mock.call_count("ContainerStatus") - statuses;
+        assert!(
+            more < 5,
+            "{more} ContainerStatus calls in 30 rounds: the log path is remembered"
         );
     });
 }

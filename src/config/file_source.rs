@@ -34,7 +34,7 @@ use crate::actors::supervisor::SupervisedRecipient;
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle, WeakAddr, WrapFuture};
 
 use crate::config::error_log::ManifestErrorLog;
-use crate::config::file_scan::{self, ScanOutcome};
+use crate::config::file_scan::{self, ScanCache, ScanOutcome};
 use crate::config::file_watch::{DirWatch, WatchTarget, start_watch};
 use crate::config::last_good::LastGoodManifests;
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
@@ -78,6 +78,8 @@ pub struct FileSource {
     config: FileSourceConfig,
     out: SupervisedRecipient<SourceSnapshot>,
     last_good: LastGoodManifests,
+    /// What each file gave at the last read (taken by the read in flight).
+    scan_cache: Option<ScanCache>,
     error_log: ManifestErrorLog,
     watch: Option<DirWatch>,
     watch_error_logged: bool,
@@ -95,6 +97,7 @@ impl FileSource {
             config,
             out: out.into(),
             last_good: LastGoodManifests::new(),
+            scan_cache: Some(ScanCache::default()),
             error_log: ManifestErrorLog::new(),
             watch: None,
             watch_error_logged: false,
@@ -119,15 +122,18 @@ impl FileSource {
             .config
             .watch
             .then(|| (self.watch.as_ref().map(|w| w.target.clone()), ctx.address().downgrade()));
+        let mut cache = self.scan_cache.take().unwrap_or_default();
         let read = tokio::task::spawn_blocking(move || {
             // Watch before reading, so no change after the read is missed.
             let watch = watch.map(|(current, addr)| refresh_watch(&path, current, addr));
-            (watch, file_scan::scan(&path, &node_name))
+            let outcome = file_scan::scan_cached(&path, &node_name, &mut cache);
+            (watch, outcome, cache)
         });
         ctx.spawn(read.into_actor(self).map(|joined, act, ctx| {
             act.scanning = false;
             match joined {
-                Ok((watch, outcome)) => {
+                Ok((watch, outcome, cache)) => {
+                    act.scan_cache = Some(cache);
                     if let Some(watch) = watch {
                         act.apply_watch(watch);
                     }

@@ -22,6 +22,7 @@
 //! Plain HTTP only: this build of reqwest has no TLS, so an `https` URL is
 //! rejected by [`HttpSource::new`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::actors::supervisor::SupervisedRecipient;
@@ -203,7 +204,7 @@ impl HttpSource {
             }
             Ok(Some(result)) => vec![ManifestRead {
                 origin: self.url.clone(),
-                result,
+                result: result.map(|pods| pods.into_iter().map(Arc::new).collect()),
             }],
         };
         if std::mem::take(&mut self.failures) > 0 {

@@ -29,8 +29,10 @@ use crate::messages::pod_update::{ManifestError, PodSource, SourceSnapshot};
 pub struct ManifestRead {
     /// File path or URL.
     pub origin: String,
-    /// The defaulted, validated pods, or why the manifest was rejected.
-    pub result: manifest::Result<Vec<Pod>>,
+    /// The defaulted, validated pods, or why the manifest was rejected
+    /// (shared: an unchanged file's pods are the same allocation scan after
+    /// scan, see [`ScanCache`](crate::config::file_scan::ScanCache)).
+    pub result: manifest::Result<Vec<Arc<Pod>>>,
 }
 
 /// The last good pods of each manifest of one source.
@@ -58,7 +60,7 @@ impl LastGoodManifests {
                 continue;
             }
             let manifest_pods = match result {
-                Ok(read) => read.into_iter().map(Arc::new).collect(),
+                Ok(read) => read,
                 Err(error) => {
                     errors.push(ManifestError::from(&error));
                     match self.by_origin.remove(&origin) {
@@ -119,7 +121,7 @@ mod tests {
     fn good(origin: &str, pods: Vec<Pod>) -> ManifestRead {
         ManifestRead {
             origin: origin.into(),
-            result: Ok(pods),
+            result: Ok(pods.into_iter().map(Arc::new).collect()),
         }
     }
 

@@ -83,8 +83,18 @@ impl MergeResult {
 /// Every source's pods by UID, and which sources have reported.
 #[derive(Debug, Default)]
 pub struct PodStorage {
-    pods: HashMap<PodSource, BTreeMap<String, Arc<Pod>>>,
+    pods: HashMap<PodSource, BTreeMap<String, Stored>>,
     seen: BTreeSet<PodSource>,
+}
+
+/// One stored pod, and the pod its source last sent for it.
+#[derive(Debug)]
+struct Stored {
+    /// As the source sent it: when the next snapshot holds this very
+    /// allocation (a file source's unchanged manifest) nothing is compared.
+    from_source: Arc<Pod>,
+    /// As merged (the local annotations set).
+    pod: Arc<Pod>,
 }
 
 impl PodStorage {
@@ -101,14 +111,22 @@ impl PodStorage {
         let mut new = BTreeMap::new();
         let mut names = HashSet::new();
         let mut result = MergeResult::default();
-        for mut pod in pods {
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
-            if new.contains_key(&uid) || !names.insert(full_name(&pod)) {
-                result.duplicates.push(pod);
+        for from_source in pods {
+            let uid = from_source.metadata.uid.clone().unwrap_or_default();
+            if new.contains_key(&uid) || !names.insert(full_name(&from_source)) {
+                result.duplicates.push(from_source);
                 continue;
             }
+            if let Some(kept) = old.remove(&uid) {
+                if Arc::ptr_eq(&kept.from_source, &from_source) {
+                    new.insert(uid, kept);
+                    continue;
+                }
+                old.insert(uid.clone(), kept);
+            }
+            let mut pod = Arc::clone(&from_source);
             set_annotation(&mut pod, annotations::CONFIG_SOURCE, source.as_str());
-            let stored = match old.remove(&uid) {
+            let stored = match old.remove(&uid).map(|s| s.pod) {
                 None => {
                     set_annotation(&mut pod, annotations::CONFIG_SEEN, &seen_timestamp(now));
                     result.adds.push(Arc::clone(&pod));
@@ -130,9 +148,15 @@ impl PodStorage {
                     }
                 },
             };
-            new.insert(uid, stored);
+            new.insert(
+                uid,
+                Stored {
+                    from_source,
+                    pod: stored,
+                },
+            );
         }
-        result.removes = old.into_values().collect();
+        result.removes = old.into_values().map(|s| s.pod).collect();
         self.pods.insert(source.clone(), new);
         result
     }
@@ -150,7 +174,11 @@ impl PodStorage {
 
     /// The stored pods of `source`, by UID.
     pub fn pods(&self, source: &PodSource) -> impl Iterator<Item = &Arc<Pod>> {
-        self.pods.get(source).into_iter().flat_map(BTreeMap::values)
+        self.pods
+            .get(source)
+            .into_iter()
+            .flat_map(BTreeMap::values)
+            .map(|s| &s.pod)
     }
 }
 

@@ -228,6 +228,30 @@ fn nothing_changes_keeps_the_stored_version() {
 }
 
 #[test]
+fn the_same_allocation_again_is_unchanged_a_new_one_compared() {
+    let mut storage = PodStorage::new();
+    let sent = arcs(&[pod("u", "web")]);
+    let added = storage.apply_snapshot(&PodSource::File, sent.clone(), at(T0));
+    // The file source's unchanged manifest: the very pod it sent before.
+    assert!(
+        storage
+            .apply_snapshot(&PodSource::File, sent.clone(), at(T0 + 1))
+            .is_empty()
+    );
+    let stored: Vec<_> = storage.pods(&PodSource::File).collect();
+    assert!(Arc::ptr_eq(stored[0], &added.adds[0]), "the merged version stays");
+    // A new allocation with a new spec is still an update.
+    let mut changed = pod("u", "web");
+    changed.spec.get_or_insert_with(Default::default).hostname = Some("h".into());
+    let update = storage.apply_snapshot(&PodSource::File, arcs(&[changed]), at(T0 + 2));
+    assert_eq!(update.updates.len(), 1);
+    // ... and a duplicate of a same-allocation pod is still caught.
+    let twice = vec![sent[0].clone(), sent[0].clone()];
+    let dup = storage.apply_snapshot(&PodSource::File, twice, at(T0 + 3));
+    assert_eq!(dup.duplicates.len(), 1);
+}
+
+#[test]
 fn reconcile_replaces_only_the_status() {
     let mut storage = PodStorage::new();
     let added = storage.apply_snapshot(&PodSource::Api, arcs(&[pod("u", "web")]), at(T0));

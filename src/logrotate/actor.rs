@@ -3,11 +3,15 @@
 //! starts one round — unless the previous one still runs — as a task of its
 //! own: list the running containers, read each one's log path from its CRI
 //! status and rotate it ([`super::rotate_one`]), `containerLogMaxWorkers` at
-//! a time. The actor holds nothing a restart could lose (see the
-//! [module docs](super)); the "round running" flag lives in its deps.
+//! a time. A container's log path never changes, so it is read once
+//! ([`LogPaths`]; upstream asks `ContainerStatus` of every running container
+//! every round: 1,000 calls a second at 10k pods). The actor holds nothing a
+//! restart could lose (see the [module docs](super)); the "round running"
+//! flag and the paths live in its deps.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use futures::StreamExt;
@@ -27,6 +31,45 @@ pub struct LogManagerDeps {
     pub wall_clock: WallClock,
     /// A round is running (outlives the actor).
     pub running: Arc<AtomicBool>,
+    /// The log path of each running container seen (outlives the actor).
+    pub paths: LogPaths,
+}
+
+/// Container id → log path, for the containers the last round listed.
+#[derive(Clone, Debug, Default)]
+pub struct LogPaths(Arc<Mutex<HashMap<String, String>>>);
+
+impl LogPaths {
+    /// The known path of `id`.
+    pub fn get(&self, id: &str) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+    }
+
+    /// Remembers the path of `id`.
+    pub fn insert(&self, id: &str, path: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_owned(), path.to_owned());
+    }
+
+    /// Forgets every container not in `listed`.
+    pub fn retain_listed(&self, listed: &HashSet<&str>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|id, _| listed.contains(id.as_str()));
+    }
+
+    /// Containers remembered.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether none is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl std::fmt::Debug for LogManagerDeps {
@@ -45,6 +88,7 @@ impl LogManagerDeps {
             policy,
             wall_clock: WallClock::system(),
             running: Arc::default(),
+            paths: LogPaths::default(),
         }
     }
 }
@@ -93,34 +137,47 @@ pub async fn round(deps: &LogManagerDeps) {
             return;
         }
     };
+    deps.paths
+        .retain_listed(&containers.iter().map(|c| c.id.as_str()).collect());
     futures::stream::iter(containers)
         .for_each_concurrent(deps.policy.max_workers.max(1), |c| rotate_container(deps, c.id))
         .await;
 }
 
-async fn rotate_container(deps: &LogManagerDeps, id: String) {
+/// The log path of `id`: remembered, or from its CRI status (then remembered).
+async fn log_path(deps: &LogManagerDeps, id: &str) -> Option<String> {
+    if let Some(path) = deps.paths.get(id) {
+        return Some(path);
+    }
     let status = deps
         .runtime
         .container_status(v1::ContainerStatusRequest {
-            container_id: id.clone(),
+            container_id: id.to_owned(),
             verbose: false,
         })
         .await;
-    let log_path = match status {
-        Ok(s) => s.status.map(|s| s.log_path).unwrap_or_default(),
+    match status {
+        Ok(s) => {
+            let path = s.status.map(|s| s.log_path).unwrap_or_default();
+            deps.paths.insert(id, &path);
+            Some(path)
+        }
         // Removed since the list (the container GC, a deleted pod): nothing to rotate.
         Err(e) if e.is_not_found() => {
             tracing::debug!(container_id = %id, "container log rotation: container gone since the list");
-            return;
+            None
         }
         Err(e) => {
             tracing::warn!(container_id = %id, error = %e, "container log rotation: failed to get container status");
-            return;
+            None
         }
-    };
-    if log_path.is_empty() {
-        return;
     }
+}
+
+async fn rotate_container(deps: &LogManagerDeps, id: String) {
+    let Some(log_path) = log_path(deps, &id).await.filter(|p| !p.is_empty()) else {
+        return;
+    };
     let reopen = || {
         let (runtime, id) = (deps.runtime.clone(), id.clone());
         async move {

@@ -16,7 +16,7 @@ pub mod files;
 use std::path::Path;
 use std::time::Duration;
 
-pub use actor::{ContainerLogManager, LogManagerDeps};
+pub use actor::{ContainerLogManager, LogManagerDeps, LogPaths};
 
 /// `containerLogMaxSize`, `containerLogMaxFiles`, `containerLogMaxWorkers`,
 /// `containerLogMonitorInterval`.
