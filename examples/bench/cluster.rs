@@ -218,7 +218,7 @@ impl Bench<'_> {
         let proc = ActletProc::spawn(o, &kubeconfig, &node, &root, &log)?;
         let at = self
             .rt
-            .block_on(tokio::time::timeout(DEADLINE, ready))
+            .block_on(async { tokio::time::timeout(DEADLINE, ready).await })
             .map_err(|_| format!("{node}: not Ready within {DEADLINE:?} (log: {})", log.display()))?
             .map_err(|e| format!("node watch: {e}"))?
             .ok_or_else(|| format!("{node}: the watch ended before Ready (log: {})", log.display()))?;

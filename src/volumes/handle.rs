@@ -4,9 +4,10 @@
 //! [`VolumeHandle::prepare`] asks the reconciler for a pass (failed volumes
 //! of the pod are retried at once) and waits until every volume of the pod
 //! is set up — bounded:
-//! - a set-up failure during the wait ends it at once with that failure
+//! - a set-up failure during the wait whose retry is more than
+//!   [`RETRY_WAIT`] after the wait's start ends it at once with that failure
 //!   (the reconciler already recorded the `FailedMount` event; the worker's
-//!   sync fails and is retried);
+//!   sync fails and is retried); sooner retries are waited for;
 //! - a pod that is removed or gets a deletion timestamp ends it at once (a
 //!   kill never waits behind a mount);
 //! - after [`MOUNT_TIMEOUT`] (upstream's 2 min) it ends with upstream's
@@ -32,6 +33,14 @@ use crate::pod_manager::PodManager;
 
 /// Upstream `podAttachAndMountTimeout`.
 pub const MOUNT_TIMEOUT: Duration = Duration::from_secs(120);
+/// A set-up failure whose retry comes within this much of the wait's start
+/// does not end the wait: the reconciler's first retries (0.5 s, 1 s, 2 s
+/// after it) are waited for. A transient failure — the API server's Node
+/// authorizer not yet knowing a pod just bound to the node refuses its
+/// TokenRequest — then costs the pod half a second instead of the sync
+/// loop's error backoff (upstream waits through every retry up to
+/// [`MOUNT_TIMEOUT`]).
+pub const RETRY_WAIT: Duration = Duration::from_secs(4);
 
 /// How often a waiting worker re-checks the pod manager.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -139,7 +148,7 @@ impl VolumeHandle {
             if let Some((name, f)) = state
                 .failures
                 .iter()
-                .find(|(n, f)| missing.contains(n) && f.at >= start)
+                .find(|(n, f)| missing.contains(n) && f.at >= start && f.retry_at > start + RETRY_WAIT)
             {
                 return Err(format!("MountVolume.SetUp failed for volume {name:?} : {}", f.message));
             }

@@ -68,22 +68,46 @@ async fn returns_the_volumes_once_all_are_mounted() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_failure_during_the_wait_ends_it_at_once() {
+async fn a_failure_retried_later_ends_the_wait_at_once() {
     let f = fixture();
-    // An old failure does not end the wait; a new one does.
-    f.store.failed("u1", "b", "old".into());
+    // An old failure does not end the wait; a new one whose retry is far
+    // off (the fourth attempt: 4 s) does.
+    for _ in 0..3 {
+        f.store.failed("u1", "b", "old".into());
+    }
     tokio::time::advance(Duration::from_millis(10)).await;
     let store = f.store.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
         store.failed("u1", "b", "configmap \"x\" not found".into());
     });
+    let start = Instant::now();
     let err = f.handle.prepare(&f.pod).await.unwrap_err();
     assert_eq!(
         err,
         "MountVolume.SetUp failed for volume \"b\" : configmap \"x\" not found"
     );
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
     assert!(f.store.take_retry("u1"), "the worker asked for a prompt retry");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_retried_soon_is_waited_through() {
+    let f = fixture();
+    f.store.mounted("u1", "a", vol("a"));
+    let store = f.store.clone();
+    tokio::spawn(async move {
+        // A TokenRequest refused while the Node authorizer catches up, then
+        // the reconciler's retry half a second later works.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        store.failed("u1", "b", "serviceaccounts \"default\" is forbidden".into());
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        store.mounted("u1", "b", vol("b"));
+    });
+    let start = Instant::now();
+    let ctx = f.handle.prepare(&f.pod).await.unwrap().unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(700));
+    assert_eq!(ctx.volumes.keys().collect::<Vec<_>>(), ["a", "b"]);
 }
 
 #[tokio::test(start_paused = true)]
