@@ -30,7 +30,8 @@ use kube::api::{DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Map, Value, json};
 
 use crate::common::{
-    Figure, Footprint, IMAGE, free_port, max, measure_footprint, median, percentile, reset_dir, running_and_ready_json,
+    Figure, Footprint, IMAGE, free_port, kill_if_running, max, measure_footprint, median, percentile, reset_dir,
+    running_and_ready_json, terminate,
 };
 use crate::containerd;
 use crate::envtest::EnvTest;
@@ -90,26 +91,13 @@ impl ActletProc {
 
     /// SIGTERM, then SIGKILL after 40 s. The pods stay in the runtime.
     fn stop(mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(40) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        terminate(&mut self.child);
     }
 }
 
 impl Drop for ActletProc {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        kill_if_running(&mut self.child);
     }
 }
 

@@ -285,3 +285,26 @@ pub fn write_json(path: &Path, figures: &[Figure]) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(&v).map_err(std::io::Error::other)?;
     std::fs::write(path, text + "\n")
 }
+
+/// SIGTERM to `child`, then SIGKILL after 40 s. A stopped actlet leaves its
+/// pods running.
+pub fn terminate(child: &mut std::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(40) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_if_running(child);
+}
+
+/// Kills `child` (by PID) and reaps it, if it still runs.
+pub fn kill_if_running(child: &mut std::process::Child) {
+    if let Ok(None) = child.try_wait() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

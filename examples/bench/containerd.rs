@@ -34,8 +34,8 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Map, Value, json};
 
 use crate::common::{
-    Figure, Footprint, IMAGE, NODE, USER_HZ, cpu_ticks, free_port, http_get, manifest, max, measure_footprint, median,
-    percentile, reset_dir, running_and_ready_json, write_manifests,
+    Figure, Footprint, IMAGE, NODE, USER_HZ, cpu_ticks, free_port, http_get, kill_if_running, manifest, max,
+    measure_footprint, median, percentile, reset_dir, running_and_ready_json, terminate, write_manifests,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -121,28 +121,15 @@ impl ActletProc {
         Ok(v.get("items").and_then(Value::as_array).cloned().unwrap_or_default())
     }
 
-    /// SIGTERM, then SIGKILL after 40 s. Stopping actlet leaves the pods running.
+    /// SIGTERM, then SIGKILL after 40 s. The pods stay in the runtime.
     fn stop(mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.pid as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(40) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        terminate(&mut self.child);
     }
 }
 
 impl Drop for ActletProc {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        kill_if_running(&mut self.child);
     }
 }
 
