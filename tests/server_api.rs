@@ -384,6 +384,7 @@ fn metrics_parse_and_carry_upstream_names() {
             ) >= 1.0
         );
         assert_eq!(value("actlet_actor_restarts_total", Some(("actor", "root/pleg"))), 0.0);
+        assert_eq!(value("actlet_actor_exhausted", Some(("actor", "root/pleg"))), 0.0);
         let capacity = value("actlet_actor_mailbox_capacity", Some(("actor", "root/sync-loop")));
         let depth = value("actlet_actor_mailbox_depth", Some(("actor", "root/sync-loop")));
         assert!(

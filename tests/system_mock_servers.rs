@@ -1,10 +1,12 @@
 //! A health endpoint must never stop pod management: with the healthz port
 //! taken by another process, actlet keeps running, reports the server as
-//! failing, and retries it every 5 s until the port is free (upstream logs
+//! failing (an `ActorExhausted` Warning event on the node, the
+//! `actlet_actor_exhausted` gauge, `/debug/actors`), and retries it every
+//! 5 s until the port is free (upstream logs
 //! the bind error and retries). Before restart backoff and criticality, the
 //! root's intensity was exceeded within seconds and actlet exited.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actlet::actors::supervisor::ChildState;
@@ -22,7 +24,13 @@ fn a_taken_healthz_port_is_retried_and_never_stops_the_node_agent() {
         config.pod_logs_dir = tmp.path().join("logs");
         config.container_logs_dir = None;
         config.healthz_addr = Some(addr);
-        let kubelet = actlet::kubelet::start(config, Arc::new(MockRuntime::new())).unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let record = events.clone();
+        let kubelet = actlet::ActletBuilder::from_config(config)
+            .runtime(MockRuntime::new())
+            .on_event(move |e| record.lock().unwrap().push(e))
+            .start()
+            .unwrap();
 
         // Two minutes of failing binds: ~24 attempts, far over the root's
         // intensity (10 in 60 s) had the server been critical.
@@ -36,6 +44,23 @@ fn a_taken_healthz_port_is_retried_and_never_stops_the_node_agent() {
             failure.reason.to_string().contains("cannot listen"),
             "names the cause: {}",
             failure.reason
+        );
+        // Told once, on the node, naming the child and its cause.
+        let exhausted: Vec<_> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.reason == "ActorExhausted")
+            .cloned()
+            .collect();
+        assert_eq!(exhausted.len(), 1, "one event per episode: {exhausted:?}");
+        let event = &exhausted[0];
+        assert_eq!(event.type_, actlet::messages::event::EventType::Warning);
+        assert_eq!(event.involved.kind.as_deref(), Some("Node"));
+        assert!(
+            event.message.contains("root/healthz") && event.message.contains("cannot listen"),
+            "{}",
+            event.message
         );
         let sync_loop = kubelet.tree().get("root/sync-loop").unwrap();
         assert_eq!(sync_loop.state, ChildState::Running, "pods are still managed");

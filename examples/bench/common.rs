@@ -58,6 +58,12 @@ impl Figure {
         self.with("target", text).with("target_max", max)
     }
 
+    /// The floor this figure is compared with, measured in the same run
+    /// (`conditions.floor`, `conditions.floor_of`; the table's floor column).
+    pub fn floor(self, value: f64, of: &str) -> Self {
+        self.with("floor", value).with("floor_of", of)
+    }
+
     pub fn to_json(&self) -> Value {
         json!({ "name": self.name, "unit": self.unit, "value": round(self.value), "conditions": self.conditions })
     }
@@ -247,19 +253,25 @@ pub fn reset_dir(dir: &Path) -> std::io::Result<()> {
 pub fn print_table(figures: &[Figure]) {
     println!();
     println!(
-        "{:<50} {:>12}  {:<8} {:<26} status",
-        "figure", "value", "unit", "target"
+        "{:<50} {:>12}  {:<8} {:<26} {:>12}  status",
+        "figure", "value", "unit", "target", "floor (run)"
     );
-    println!("{}", "-".repeat(110));
+    println!("{}", "-".repeat(124));
     for f in figures {
         let target = f.conditions.get("target").and_then(Value::as_str).unwrap_or("");
+        let floor = f
+            .conditions
+            .get("floor")
+            .and_then(Value::as_f64)
+            .map(format_value)
+            .unwrap_or_default();
         let status = match f.met() {
             Some(true) => "met",
             Some(false) => "MISSED",
             None => "",
         };
         println!(
-            "{:<50} {:>12}  {:<8} {:<26} {status}",
+            "{:<50} {:>12}  {:<8} {:<26} {floor:>12}  {status}",
             f.name,
             format_value(f.value),
             f.unit,

@@ -22,6 +22,7 @@ mod churn;
 mod cluster;
 mod common;
 mod containerd;
+mod derived;
 // The tests' envtest harness (a real kube-apiserver + etcd on loopback).
 #[path = "../../tests/support/envtest.rs"]
 mod envtest;

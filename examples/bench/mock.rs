@@ -108,6 +108,8 @@ pub fn p2(cases: &[Case]) -> Result<Vec<Figure>> {
         eprintln!("  P2 {} (idle {:?}) …", c.name(), c.idle);
         figures.extend(run_subcommand(&c.args())?);
     }
+    let derived = crate::derived::p2(&figures);
+    figures.extend(derived);
     Ok(figures)
 }
 
@@ -375,11 +377,9 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
         out.push(f("running_at_deadline", "pods", lat.len() as f64).with("deadline_s", c.deadline.as_secs()));
         out.push(f("pods_per_s", "pods/s", lat.len() as f64 / wall).with("incomplete", true));
     }
-    let mut hwm_f = f("peak_rss", "MiB", hwm).with("measure", "VmHWM of the whole process (kubelet + mock + bench)");
-    if with_targets {
-        hwm_f = hwm_f.target_max(150.0, "<= 150 MiB");
-    }
-    out.push(hwm_f);
+    // The 150 MiB target is the kubelet's: see `derived::p2`, which takes
+    // the mock's own state (measured alone in the same run) out of this.
+    out.push(f("peak_rss", "MiB", hwm).with("measure", "VmHWM of the whole process (kubelet + mock + bench)"));
     out.push(f("rss_before", "MiB", rss_before).with("measure", "VmRSS after start, 0 pods"));
     out.push(f("rss_after", "MiB", rss_after).with("measure", "VmRSS 2 s after all pods Running"));
     out.push(
@@ -401,7 +401,11 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
             .with("global_relist_period_s", 300)
             .with("relists_in_idle_window", relist_ms.len());
     }
-    if with_targets {
+    if relist_ms.is_empty() {
+        // No global relist in the window (EventedPLEG: one per 300 s): a
+        // median of nothing is no figure, and certainly no "met".
+        relist_f = relist_f.with("no_samples", true);
+    } else if with_targets {
         relist_f = relist_f.target_max(5.0, "<= 5 ms");
     }
     out.push(relist_f);

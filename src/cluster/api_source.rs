@@ -8,15 +8,19 @@
 //! the re-list after a 410 is immediate and a failing watch restarts at once
 //! when the node's heartbeat gets through again ([`crate::cluster::watch_backoff`]).
 //! The actor keeps the set of pods ([`ApiPodSet`]) and sends PodConfig the
-//! whole set after each change, like upstream's undelta store; PodConfig
+//! whole set after a change, like upstream's undelta store; PodConfig
 //! diffs it, so a re-list that finds the same pods changes nothing and
-//! running pods are never disturbed by a watch expiry.
+//! running pods are never disturbed by a watch expiry. The first change
+//! after a quiet [`PUBLISH_WINDOW`] is sent at once, later ones within it
+//! in one snapshot at its end ([`super::coalesce`]): at 10,000 pods a
+//! snapshot per watch event (one per status patch) would be quadratic.
 //!
 //! Mirror pods are split off into [`MirrorPods`]: they describe static pods
 //! and are never run.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, SpawnHandle, StreamHandler};
 use futures::StreamExt;
@@ -24,9 +28,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
+use super::coalesce::{Coalesce, Publish};
 use super::mirror_index::{MirrorPods, is_mirror_pod};
 use super::watch_backoff::{ApiReachability, WatchBackoffPolicy, backoff_watch};
 use crate::actors::supervisor::SupervisedRecipient;
+use crate::config::annotations;
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
 
 /// The pods the API server binds to this node, as the watcher reports them.
@@ -95,7 +101,7 @@ impl ApiPodSet {
                 false
             }
             Event::InitApply(pod) => {
-                let pod = Arc::new(pod);
+                let pod = self.stamped(pod);
                 self.relisting.get_or_insert_default().insert(key(&pod), pod);
                 false
             }
@@ -105,7 +111,7 @@ impl ApiPodSet {
                 true
             }
             Event::Apply(pod) => {
-                let pod = Arc::new(pod);
+                let pod = self.stamped(pod);
                 let k = key(&pod);
                 let same = self.pods.get(&k).is_some_and(|old| {
                     old.metadata.resource_version.is_some()
@@ -116,6 +122,39 @@ impl ApiPodSet {
             }
             Event::Delete(pod) => self.pods.remove(&key(&pod)).is_some() && self.listed,
         }
+    }
+
+    /// `pod` with the merge's local annotations as the merge would set them
+    /// (`config.source: api`; `config.seen` of the version already held, else
+    /// now), so PodConfig stores this allocation as it is: one copy of each
+    /// API pod. Mirror pods are left as they are (their annotations are the
+    /// static pod's).
+    fn stamped(&self, mut pod: Pod) -> Arc<Pod> {
+        if !is_mirror_pod(&pod) {
+            let k = key(&pod);
+            let seen = self.pods.get(&k).and_then(|old| {
+                old.metadata
+                    .annotations
+                    .as_ref()?
+                    .get(annotations::CONFIG_SEEN)
+                    .cloned()
+            });
+            let ann = pod.metadata.annotations.get_or_insert_with(Default::default);
+            ann.insert(
+                annotations::CONFIG_SOURCE.to_owned(),
+                PodSource::Api.as_str().to_owned(),
+            );
+            match seen {
+                Some(seen) => {
+                    ann.insert(annotations::CONFIG_SEEN.to_owned(), seen);
+                }
+                None => {
+                    ann.remove(annotations::CONFIG_SEEN);
+                    annotations::stamp_seen(&mut pod, crate::clock::system_now());
+                }
+            }
+        }
+        Arc::new(pod)
     }
 
     /// Whether a complete list has been seen.
@@ -188,7 +227,14 @@ pub struct ApiSource {
     watch: Option<SpawnHandle>,
     /// The last thing the watch yielded was an error (it is backing off).
     failing: bool,
+    /// At most one snapshot per [`PUBLISH_WINDOW`], the first at once.
+    coalesce: Coalesce,
+    /// The scheduled snapshot, if any.
+    scheduled: Option<SpawnHandle>,
 }
+
+/// Changes within this window after a snapshot go out together at its end.
+pub const PUBLISH_WINDOW: Duration = Duration::from_millis(50);
 
 /// The heartbeat got through to the API server again (a new generation of
 /// [`ApiReachability`]).
@@ -225,6 +271,8 @@ impl ApiSource {
             reachability: None,
             watch: None,
             failing: false,
+            coalesce: Coalesce::new(PUBLISH_WINDOW),
+            scheduled: None,
         }
     }
 
@@ -249,6 +297,30 @@ impl ApiSource {
         let config = watcher::Config::default().fields(&format!("spec.nodeName={}", self.node_name));
         self.failing = false;
         self.watch = Some(ctx.add_stream(backoff_watch(watcher::watcher(api, config), self.backoff).boxed()));
+    }
+
+    /// A change: publish now, or once at the end of the window.
+    fn changed(&mut self, ctx: &mut Context<Self>) {
+        match self.coalesce.change(tokio::time::Instant::now()) {
+            Publish::Now => self.publish(),
+            Publish::After(delay) => {
+                self.scheduled = Some(ctx.run_later(delay, |act, _| {
+                    act.scheduled = None;
+                    act.coalesce.published(tokio::time::Instant::now());
+                    act.publish();
+                }));
+            }
+            Publish::Scheduled => {}
+        }
+    }
+
+    /// Publishes now, with any scheduled snapshot folded in.
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        if let Some(handle) = self.scheduled.take() {
+            ctx.cancel_future(handle);
+        }
+        self.coalesce.published(tokio::time::Instant::now());
+        self.publish();
     }
 
     fn publish(&self) {
@@ -298,23 +370,24 @@ impl StreamHandler<ApiReached> for ApiSource {
 }
 
 impl StreamHandler<Result<Event<Pod>, watcher::Error>> for ApiSource {
-    fn handle(&mut self, item: Result<Event<Pod>, watcher::Error>, _ctx: &mut Self::Context) {
+    fn handle(&mut self, item: Result<Event<Pod>, watcher::Error>, ctx: &mut Self::Context) {
         self.failing = item.is_err();
         match item {
             Ok(Event::Delete(pod)) if self.set.listed() => {
                 // A force deletion (grace 0) is seen only as DELETED: send the
                 // final object first, so the pod is killed with its deletion
-                // grace period rather than the spec's, then the removal.
+                // grace period rather than the spec's, then the removal
+                // (never folded into one snapshot, which would lose the first).
                 if pod.metadata.deletion_timestamp.is_some() && self.set.apply(Event::Apply(pod.clone())) {
-                    self.publish();
+                    self.flush(ctx);
                 }
                 if self.set.apply(Event::Delete(pod)) {
-                    self.publish();
+                    self.changed(ctx);
                 }
             }
             Ok(event) => {
                 if self.set.apply(event) {
-                    self.publish();
+                    self.changed(ctx);
                 }
             }
             Err(e) => tracing::warn!(node = %self.node_name, error = %e, "pod watch failed; retrying with backoff"),
@@ -326,6 +399,21 @@ impl StreamHandler<Result<Event<Pod>, watcher::Error>> for ApiSource {
         tracing::warn!("pod watch stream ended; starting over");
         self.watch = None;
         self.start_watch(ctx);
+    }
+}
+
+/// A watcher item handed to the actor directly (tests).
+#[cfg(test)]
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct ApiEvent(Result<Event<Pod>, watcher::Error>);
+
+#[cfg(test)]
+impl actix::Handler<ApiEvent> for ApiSource {
+    type Result = ();
+
+    fn handle(&mut self, event: ApiEvent, ctx: &mut Self::Context) {
+        StreamHandler::handle(self, event.0, ctx);
     }
 }
 
@@ -379,6 +467,80 @@ mod tests {
         assert!(s.apply(Event::Apply(pod("a", "2", false))));
         assert!(s.apply(Event::Delete(pod("a", "3", false))));
         assert!(!s.apply(Event::Delete(pod("a", "3", false))));
+    }
+
+    #[test]
+    fn api_pods_carry_the_merges_annotations_and_keep_their_first_seen_time() {
+        let seen = |s: &ApiPodSet| {
+            let (run, _) = s.split();
+            let a = run[0].metadata.annotations.clone().unwrap_or_default();
+            (
+                a.get(annotations::CONFIG_SOURCE).cloned(),
+                a.get(annotations::CONFIG_SEEN).cloned(),
+            )
+        };
+        let mut s = ApiPodSet::default();
+        s.apply(Event::InitDone);
+        let mut spoofed = pod("a", "1", false);
+        spoofed.metadata.annotations = Some(
+            [
+                (annotations::CONFIG_SOURCE.to_owned(), "file".to_owned()),
+                (annotations::CONFIG_SEEN.to_owned(), "1999-01-01T00:00:00Z".to_owned()),
+            ]
+            .into(),
+        );
+        s.apply(Event::Apply(spoofed));
+        let (source, first) = seen(&s);
+        assert_eq!(source.as_deref(), Some("api"), "a user's value is overwritten");
+        let first = first.expect("stamped");
+        assert_ne!(first, "1999-01-01T00:00:00Z", "a user's value is overwritten");
+        s.apply(Event::Apply(pod("a", "2", false)));
+        assert_eq!(
+            seen(&s),
+            (Some("api".into()), Some(first.clone())),
+            "kept across versions"
+        );
+        s.apply(Event::Init);
+        s.apply(Event::InitApply(pod("a", "3", false)));
+        s.apply(Event::InitDone);
+        assert_eq!(seen(&s).1, Some(first), "and across a relist");
+        let mut m = ApiPodSet::default();
+        m.apply(Event::InitDone);
+        m.apply(Event::Apply(pod("m", "1", true)));
+        let mirror = m.split().1.remove(0);
+        assert_eq!(
+            mirror.metadata.annotations.as_ref().map(|a| a.len()),
+            Some(1),
+            "a mirror pod is left as it came"
+        );
+    }
+
+    #[test]
+    fn a_burst_of_watch_events_is_one_snapshot_now_and_one_after_the_window() {
+        crate::testing::run_paused(async {
+            use std::sync::Mutex;
+            let seen = Arc::new(Mutex::new(Vec::<usize>::new()));
+            let record = seen.clone();
+            let out = SupervisedRecipient::from_fn(move |s: SourceSnapshot| {
+                record.lock().unwrap_or_else(|e| e.into_inner()).push(s.pods.len());
+            });
+            let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+            let client = kube::Client::try_from(config).expect("client");
+            let source = ApiSource::new(client, "node-a".into(), out, MirrorPods::new()).start();
+            let send = |e: Event<Pod>| source.do_send(ApiEvent(Ok(e)));
+            send(Event::Init);
+            send(Event::InitDone);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            for i in 0..100 {
+                send(Event::Apply(pod(&format!("p{i}"), "1", false)));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let early = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            assert_eq!(early, [0], "the list at once; the burst waits for the window");
+            tokio::time::sleep(PUBLISH_WINDOW).await;
+            let all = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            assert_eq!(all, [0, 100], "the 100 changes in one snapshot");
+        });
     }
 
     #[test]

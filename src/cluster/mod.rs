@@ -16,6 +16,7 @@
 pub mod api_source;
 pub mod client;
 pub mod client_metrics;
+pub mod coalesce;
 pub mod mirror_index;
 pub mod rate_limit;
 pub mod rotating_client;

@@ -179,8 +179,17 @@ pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanO
 pub fn read_manifest(file: &Path, node_name: &str) -> Option<ManifestRead> {
     let origin = file.display().to_string();
     let result = match read_capped(file) {
-        Ok(body) => load_static_pods(&body, ManifestOrigin::File(&origin), node_name)
-            .map(|pods| pods.into_iter().map(Arc::new).collect()),
+        // Stamped `config.seen` here, the merge stores these allocations
+        // as they are: one copy of each pod (the scan cache's).
+        Ok(body) => load_static_pods(&body, ManifestOrigin::File(&origin), node_name).map(|pods| {
+            let now = crate::clock::system_now();
+            pods.into_iter()
+                .map(|mut pod| {
+                    crate::config::annotations::stamp_seen(&mut pod, now);
+                    Arc::new(pod)
+                })
+                .collect()
+        }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
         Err(e) => Err(manifest::Error::Read {
             origin: origin.clone(),

@@ -3,14 +3,20 @@
 //!
 //! Each snapshot replaces its source's set (upstream `SET`). For each pod of
 //! the snapshot, by UID:
-//! - not stored before → **ADD**, stamped `kubernetes.io/config.seen = now`;
+//! - not stored before → **ADD**, stamped `kubernetes.io/config.seen = now`
+//!   unless the source stamped it when it read the pod (the file, HTTP and
+//!   API sources do: then the stored pod is the source's own allocation,
+//!   one copy of each pod from the source to the pod workers, #16);
 //! - stored, and spec, labels, annotations (but the kubelet's own
 //!   `config.source`, `config.mirror`, `config.seen`), deletionTimestamp,
 //!   deletionGracePeriodSeconds or ownerReferences differ → **DELETE** if the
 //!   new version has a deletionTimestamp, else **UPDATE**. The new version is
 //!   stored, keeping the stored `config.*` annotations (so `config.seen`
-//!   stays the first-seen time, as upstream);
-//! - stored, only the status differs → **RECONCILE** (stored status replaced);
+//!   stays the first-seen time, as upstream); a new version whose local
+//!   annotations already equal the stored ones is stored as it came;
+//! - stored, only the status differs → **RECONCILE** (stored status replaced,
+//!   or the new version stored as it came when its local annotations equal
+//!   the stored ones);
 //! - otherwise nothing, and the stored version stays.
 //!
 //! Stored pods missing from the snapshot → **REMOVE**. Every pod gets
@@ -128,7 +134,9 @@ impl PodStorage {
             set_annotation(&mut pod, annotations::CONFIG_SOURCE, source.as_str());
             let stored = match old.remove(&uid).map(|s| s.pod) {
                 None => {
-                    set_annotation(&mut pod, annotations::CONFIG_SEEN, &seen_timestamp(now));
+                    if annotation(&pod, annotations::CONFIG_SEEN).is_none() {
+                        set_annotation(&mut pod, annotations::CONFIG_SEEN, &seen_timestamp(now));
+                    }
                     result.adds.push(Arc::clone(&pod));
                     pod
                 }
@@ -197,13 +205,28 @@ enum Change {
 
 /// Upstream `checkAndUpdatePod`.
 fn check_and_update(existing: &Arc<Pod>, candidate: &Arc<Pod>) -> Change {
+    // The source kept the local annotations (the API source carries
+    // `config.seen` over): the candidate can be stored as it is.
+    let same_local = annotations::LOCAL
+        .iter()
+        .all(|key| annotation(existing, key) == annotation(candidate, key));
     if !differ_semantically(existing, candidate) {
         if existing.status == candidate.status {
             return Change::None;
         }
+        if same_local {
+            return Change::Reconcile(Arc::clone(candidate));
+        }
         let mut reconciled = Pod::clone(existing);
         reconciled.status = candidate.status.clone();
         return Change::Reconcile(Arc::new(reconciled));
+    }
+    if same_local {
+        return if candidate.metadata.deletion_timestamp.is_some() {
+            Change::Delete(Arc::clone(candidate))
+        } else {
+            Change::Update(Arc::clone(candidate))
+        };
     }
     let mut updated = Pod::clone(candidate);
     let merged = updated.metadata.annotations.get_or_insert_with(Default::default);
@@ -240,6 +263,10 @@ fn annotations_equal(a: Option<&BTreeMap<String, String>>, b: Option<&BTreeMap<S
         map.into_iter().flatten().filter(|(key, _)| !annotations::is_local(key))
     }
     significant(a).eq(significant(b))
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
 }
 
 /// Sets an annotation, cloning the pod only if the value changes.

@@ -342,3 +342,60 @@ fn updates_come_in_upstream_order() {
     );
     assert!(MergeResult::default().into_updates(&PodSource::File).is_empty());
 }
+
+#[test]
+fn a_pod_the_source_stamped_is_stored_as_the_sources_own_allocation() {
+    let mut storage = PodStorage::new();
+    let mut p = pod("u1", "a");
+    annotations::stamp_seen(&mut p, at(T0 - 5));
+    p.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(annotations::CONFIG_SOURCE.into(), "api".into());
+    let sent = Arc::new(p);
+    let added = storage.apply_snapshot(&PodSource::Api, vec![Arc::clone(&sent)], at(T0));
+    assert!(Arc::ptr_eq(&added.adds[0], &sent), "no copy for the stamps");
+    assert_eq!(
+        annotation(&added.adds[0], annotations::CONFIG_SEEN),
+        Some(seen_timestamp(at(T0 - 5)).as_str()),
+        "the source's first-seen time"
+    );
+    // A new version with the same local annotations (the API source carries
+    // them over) is stored as it came: a status change, then a spec change.
+    let mut v2 = Pod::clone(&sent);
+    v2.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        ..Default::default()
+    });
+    let v2 = Arc::new(v2);
+    let reconciled = storage.apply_snapshot(&PodSource::Api, vec![Arc::clone(&v2)], at(T0 + 1));
+    assert!(Arc::ptr_eq(&reconciled.reconciles[0], &v2));
+    let mut v3 = Pod::clone(&v2);
+    v3.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+    let v3 = Arc::new(v3);
+    let updated = storage.apply_snapshot(&PodSource::Api, vec![Arc::clone(&v3)], at(T0 + 2));
+    assert!(Arc::ptr_eq(&updated.updates[0], &v3));
+    assert!(Arc::ptr_eq(storage.pods(&PodSource::Api).next().unwrap(), &v3));
+    drop(updated);
+    assert_eq!(
+        Arc::strong_count(&v3),
+        3,
+        "the source's (this test's) and the store's two references: one allocation"
+    );
+}
+
+#[test]
+fn a_version_with_other_local_annotations_keeps_the_stored_ones() {
+    let mut storage = PodStorage::new();
+    let first = storage.apply_snapshot(&PodSource::File, arcs(&[pod("u1", "a")]), at(T0));
+    let seen = annotation(&first.adds[0], annotations::CONFIG_SEEN).map(str::to_owned);
+    let mut changed = pod("u1", "a");
+    annotations::stamp_seen(&mut changed, at(T0 + 30)); // a re-read manifest
+    changed.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+    let updated = storage.apply_snapshot(&PodSource::File, vec![Arc::new(changed)], at(T0 + 60));
+    assert_eq!(
+        annotation(&updated.updates[0], annotations::CONFIG_SEEN).map(str::to_owned),
+        seen,
+        "config.seen stays the first-seen time"
+    );
+}

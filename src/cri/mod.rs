@@ -18,10 +18,12 @@ mod error;
 pub mod mock;
 pub(crate) mod runtime;
 pub mod server;
+pub mod to_completion;
 
 pub use client::CriClient;
 pub use error::{CriError, CriResult};
 pub use runtime::{ContainerEventStream, Runtime, SharedRuntime};
+pub use to_completion::to_completion;
 
 /// Generated CRI `runtime.v1` types and gRPC client/server stubs.
 #[allow(

@@ -11,6 +11,7 @@ use super::shared::Shared;
 use crate::actors::supervisor::RestartBackoff;
 use crate::config::HttpSourceError;
 use crate::cri::SharedRuntime;
+use crate::events::EventRecorder;
 
 /// The system could not be started.
 ///
@@ -134,10 +135,13 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     }
     // every CRI call is counted and timed for /metrics
     let metrics = crate::server::metrics::KubeletMetrics::new(crate::server::metrics::default_buckets());
-    let runtime = metrics.instrument(runtime);
+    // every mutation runs to the runtime's answer, whoever stops waiting
+    // (a force-stopped or panicking pod worker): `cri::to_completion`
+    let runtime = crate::cri::to_completion(metrics.instrument(runtime));
     let (s, with_handles) = Shared::new(&config, runtime, metrics, &ext);
     let tree = super::tree::declare(&config, &s, with_handles, ext)?;
     s.metrics.attach(&config.node_name, s.cache.clone(), s.tree.clone());
+    report_exhausted_children(&s.tree, &s.events, &config.node_name);
     let root = tree.root.start_root_in(s.tree.clone());
     tracing::info!(node = %config.node_name, sources = ?tree.sources.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
     Ok(Kubelet {
@@ -161,4 +165,30 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         node_shutdown: s.shutdown,
         shutdown_manager: tree.shutdown_manager,
     })
+}
+
+/// The reason of the node Warning event recorded when a non-critical actor
+/// (an HTTP server, the event recorder, …) exceeds its restart intensity.
+pub const ACTOR_EXHAUSTED: &str = "ActorExhausted";
+
+/// One Warning event on the node per exhausted episode of a non-critical
+/// child, naming it and its last failure (besides the log line, the
+/// `actlet_actor_exhausted` gauge and `/debug/actors`).
+fn report_exhausted_children(tree: &crate::actors::supervisor::SupervisionTree, events: &EventRecorder, node: &str) {
+    let (events, node) = (events.clone(), node.to_owned());
+    tree.on_exhausted(move |info| {
+        let failure = info
+            .last_failure
+            .as_ref()
+            .map_or_else(|| "no failure recorded".to_owned(), |f| f.reason.to_string());
+        events.event(
+            crate::events::node_ref(&node),
+            crate::messages::event::EventType::Warning,
+            ACTOR_EXHAUSTED,
+            format!(
+                "{} failed {} times ({failure}); it is retried every 5 s while the rest of the node agent keeps running",
+                info.path, info.restarts
+            ),
+        );
+    });
 }

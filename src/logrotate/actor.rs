@@ -17,8 +17,8 @@ use actix::prelude::*;
 use futures::StreamExt;
 
 use super::{LogRotatePolicy, Rotation, rotate_one};
+use crate::clock::WallClock;
 use crate::cri::{SharedRuntime, v1};
-use crate::kubelet::WallClock;
 
 /// What the log manager works with.
 #[derive(Clone)]

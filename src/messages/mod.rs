@@ -14,12 +14,14 @@
 
 pub mod event;
 pub mod node;
+pub mod node_shutdown;
 pub mod pleg;
 pub mod pod_update;
 pub mod pod_work;
 pub mod probe;
 pub mod runtime_health;
 pub mod status;
+pub mod volumes;
 
 mod pod_uid;
 pub use pod_uid::PodUid;

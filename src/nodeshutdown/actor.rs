@@ -33,10 +33,7 @@ use crate::pod_workers::PodSyncStatuses;
 /// How often a group's workers are checked while it terminates.
 const POLL: Duration = Duration::from_millis(200);
 
-/// The node is about to shut down (`true`) or the shutdown was cancelled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Message)]
-#[rtype(result = "()")]
-pub struct NodeShutdownEvent(pub bool);
+pub use crate::messages::node_shutdown::NodeShutdownEvent;
 
 /// What the manager works with.
 #[derive(Clone)]

@@ -14,7 +14,8 @@
 //! - at scrape time, from the PLEG cache and the supervision tree:
 //!   `kubelet_running_pods`, `kubelet_running_containers{container_state}`,
 //!   `kubelet_node_name{node}`, and actlet's `actlet_actor_restarts_total{actor}`,
-//!   `actlet_actor_mailbox_depth{actor}` and `actlet_actor_mailbox_capacity{actor}`.
+//!   `actlet_actor_exhausted{actor}`, `actlet_actor_mailbox_depth{actor}` and
+//!   `actlet_actor_mailbox_capacity{actor}`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -362,6 +363,16 @@ impl Collector for ScrapeTime {
             for c in &children {
                 let labels = [("actor", c.path.as_str())];
                 ConstCounter::new(c.restarts).encode(family.encode_family(&labels)?)?;
+            }
+            let mut family = encoder.encode_descriptor(
+                "actlet_actor_exhausted",
+                "1 while a non-critical actor is past its restart intensity (retried later, the rest keeps running).",
+                None,
+                prometheus_client::metrics::MetricType::Gauge,
+            )?;
+            for c in &children {
+                let labels = [("actor", c.path.as_str())];
+                ConstGauge::new(i64::from(c.exhausted)).encode(family.encode_family(&labels)?)?;
             }
             let mailbox: [MailboxGauge; 2] = [
                 (

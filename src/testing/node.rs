@@ -12,10 +12,11 @@ use tokio::time::Instant;
 use super::record::{EventLog, RecordedEvent, StatusLog};
 use super::wait::{self, WaitError};
 use crate::actors::supervisor::{ShutdownReport, SupervisorError};
+use crate::clock::WallClock;
 use crate::cri::mock::MockRuntime;
 use crate::cri::{Runtime, SharedRuntime};
 use crate::embed::{ActletBuilder, PodSource, SourceError};
-use crate::kubelet::{Kubelet, WallClock};
+use crate::kubelet::Kubelet;
 use crate::kuberuntime::convert::timestamp_from_system_time;
 use crate::messages::pleg::PlegEventType;
 

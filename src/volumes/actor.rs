@@ -17,10 +17,7 @@ use super::reconcile::{ReconcileDeps, reconcile_once};
 /// Default period between passes.
 pub const RECONCILE_PERIOD: Duration = Duration::from_secs(1);
 
-/// "Reconcile now" (a pod worker waits for volumes).
-#[derive(Clone, Copy, Debug, Default, Message)]
-#[rtype(result = "()")]
-pub struct Reconcile;
+pub use crate::messages::volumes::Reconcile;
 
 /// The volume reconciler actor.
 #[derive(Debug)]

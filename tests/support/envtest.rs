@@ -89,6 +89,12 @@ fn assets() -> Option<PathBuf> {
         Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
         _ => {
             let test = std::thread::current().name().unwrap_or("this test").to_string();
+            // CI (`.ci/run`) sets this with the assets: a test that finds them
+            // missing there fails instead of passing as SKIPPED.
+            assert!(
+                std::env::var_os("ACTLET_REQUIRE_ENVTEST").is_none(),
+                "{test}: KUBEBUILDER_ASSETS unset, but ACTLET_REQUIRE_ENVTEST is set"
+            );
             // Straight to stderr, past libtest's output capture: a skip must be seen.
             let _ = writeln!(
                 std::io::stderr(),

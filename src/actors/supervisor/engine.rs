@@ -354,7 +354,7 @@ impl Engine {
                     "non-critical child exceeded its restart intensity; retrying later, the rest keeps running"
                 );
                 record(&self.tree, ChildState::Restarting);
-                self.tree.update(&path, |info| info.exhausted = true);
+                self.tree.mark_exhausted(&path);
                 self.restart_with_strategy(idx, delay, false).await;
                 Ok(())
             }

@@ -200,7 +200,12 @@ pub struct SupervisionTree {
     kids: Arc<DashMap<String, HashSet<String>>>,
     mailboxes: Arc<DashMap<String, Arc<dyn MailboxGauge>>>,
     changes: Arc<tokio::sync::broadcast::Sender<ChildInfo>>,
+    /// Told when a non-critical child becomes exhausted (see [`SupervisionTree::on_exhausted`]).
+    exhausted_hook: Arc<std::sync::RwLock<Option<ExhaustedHook>>>,
 }
+
+/// What [`SupervisionTree::on_exhausted`] calls.
+pub type ExhaustedHook = Arc<dyn Fn(&ChildInfo) + Send + Sync>;
 
 impl Default for SupervisionTree {
     fn default() -> Self {
@@ -209,6 +214,7 @@ impl Default for SupervisionTree {
             kids: Arc::default(),
             mailboxes: Arc::default(),
             changes: Arc::new(tokio::sync::broadcast::channel(256).0),
+            exhausted_hook: Arc::default(),
         }
     }
 }
@@ -425,6 +431,52 @@ impl SupervisionTree {
     /// Reads `path`'s mailbox depth from `gauge` from now on.
     pub(crate) fn watch_mailbox(&self, path: &str, gauge: Arc<dyn MailboxGauge>) {
         self.mailboxes.insert(path.to_owned(), gauge);
+    }
+
+    /// Calls `hook` each time a non-critical child exceeds its restart
+    /// intensity and is reported [`exhausted`](ChildInfo::exhausted) (once
+    /// per episode: again only after it was healthy for a while). The
+    /// kubelet records a Warning event on the node with it. Replaces an
+    /// earlier hook. The hook runs on the supervisor's thread: keep it short.
+    ///
+    /// ```
+    /// # use std::sync::{Arc, Mutex};
+    /// # use std::time::Duration;
+    /// # use actlet::actors::supervisor::*;
+    /// # use actlet::testing::toy::*;
+    /// # actlet::testing::run_paused(async {
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let record = seen.clone();
+    /// let server = ChildSpec::new("healthz", || Counter(0)).criticality(Criticality::NonCritical);
+    /// let healthz = server.child_ref();
+    /// let root = SupervisorSpec::new("root").intensity(2, Duration::from_secs(60)).child(server).start_root();
+    /// root.tree().on_exhausted(move |info| record.lock().unwrap().push(info.path.clone()));
+    /// for _ in 0..5 {
+    ///     healthz.do_send(Crash).unwrap();
+    /// }
+    /// tokio::time::sleep(Duration::from_secs(40)).await; // retried every 10 s meanwhile
+    /// assert!(root.tree().get("root/healthz").unwrap().exhausted);
+    /// assert_eq!(*seen.lock().unwrap(), ["root/healthz"], "told once per episode");
+    /// # });
+    /// ```
+    pub fn on_exhausted(&self, hook: impl Fn(&ChildInfo) + Send + Sync + 'static) {
+        let mut slot = self.exhausted_hook.write().unwrap_or_else(|e| e.into_inner());
+        *slot = Some(Arc::new(hook));
+    }
+
+    /// Marks `path` exhausted; tells the hook when it was not already.
+    pub(crate) fn mark_exhausted(&self, path: &str) {
+        let mut newly = None;
+        self.update(path, |info| {
+            if !info.exhausted {
+                info.exhausted = true;
+                newly = Some(info.clone());
+            }
+        });
+        let hook = self.exhausted_hook.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let (Some(info), Some(hook)) = (newly, hook) {
+            hook(&info);
+        }
     }
 
     pub(crate) fn update(&self, path: &str, f: impl FnOnce(&mut ChildInfo)) {

@@ -11,9 +11,9 @@ use kube::api::PostParams;
 
 use super::LeaseError;
 use super::renew::{Backoff, LEASE_NAMESPACE, MAX_UPDATE_RETRIES, new_lease, node_owner, renewed};
+use crate::clock::WallClock;
 use crate::cluster::node::NodeHandle;
 use crate::cluster::watch_backoff::ApiReachability;
-use crate::kubelet::WallClock;
 
 /// What the [`LeaseActor`] needs.
 #[derive(Clone)]

@@ -16,7 +16,7 @@ use tokio_stream::wrappers::WatchStream;
 use super::NodeHandle;
 use super::conditions::{Health, api_now, changed_conditions, update_conditions};
 use crate::actors::supervisor::SupervisedRecipient;
-use crate::kubelet::WallClock;
+use crate::clock::WallClock;
 use crate::messages::node::NodeConditionChanged;
 use crate::messages::runtime_health::RuntimeHealthChanged;
 use crate::pleg::PlegHealthHandle;

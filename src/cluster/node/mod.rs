@@ -35,9 +35,10 @@ pub use flags::Reserved;
 pub use local::LocalNodeConditions;
 
 use crate::actors::supervisor::SupervisedRecipient;
+use crate::clock::WallClock;
 use crate::cri::SharedRuntime;
 use crate::events::EventRecorder;
-use crate::kubelet::{MachineInfo, NodeFacts, WallClock};
+use crate::kubelet::{MachineInfo, NodeFacts};
 use crate::messages::node::NodeConditionChanged;
 use crate::messages::runtime_health::RuntimeHealthChanged;
 use crate::pleg::PlegHealthHandle;
