@@ -9,6 +9,11 @@
 //!   stopped;
 //! - the supervisor restarted the actor once and the root kept running.
 //!
+//! Two kinds get a test of what they own besides: `node-conditions`
+//! (observers hear every real change and no invented one after the
+//! restart) and `sync-loop` (its admission totals: no over-admission after
+//! the restart).
+//!
 //! Before issue #10, restarting `pod-workers-manager` orphaned its workers
 //! (the removed pod was never killed), restarting `sync-loop` turned
 //! housekeeping off for good, and restarting `pod-config` lost the merge
@@ -184,4 +189,140 @@ chaos! {
     container_manager_restart_goes_unnoticed => "container-manager",
     oom_watcher_restart_goes_unnoticed => "oom-watcher",
     container_log_manager_restart_goes_unnoticed => "container-log-manager",
+    node_conditions_restart_goes_unnoticed => "node-conditions",
+}
+
+/// `node-conditions` (standalone mode) killed mid-flight: the restarted
+/// instance knows what it last reported (the conditions live in the
+/// `NodeHandle`), so observers hear no change that did not happen, and they
+/// still hear the ones that do: the runtime's network going down turns the
+/// node NotReady, its return Ready again.
+#[test]
+fn node_conditions_restart_keeps_observers_informed() {
+    use actlet::messages::node::NodeConditionChanged;
+    use actlet::testing::{TestNode, wait_until};
+    use std::sync::{Arc, Mutex};
+
+    run_paused(|| async {
+        let heard: Arc<Mutex<Vec<NodeConditionChanged>>> = Arc::default();
+        let log = heard.clone();
+        let mock = MockRuntime::new();
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(move |b| b.on_node_condition(move |c| log.lock().unwrap().push(c)))
+            .start();
+        let ready = || {
+            let heard = heard.lock().unwrap();
+            heard
+                .iter()
+                .rev()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| c.status.clone())
+        };
+        let t = Duration::from_secs(60);
+        wait_until(|| ready().as_deref() == Some("True"), t).await.unwrap();
+        sleep(Duration::from_secs(15)).await;
+        let before = heard.lock().unwrap().len();
+
+        node.kubelet()
+            .root
+            .addr()
+            .send(KillChild("node-conditions".into()))
+            .await
+            .expect("root reachable")
+            .unwrap_or_else(|e| panic!("kill node-conditions: {e}"));
+        // Three update periods (10 s) of the new instance.
+        sleep(Duration::from_secs(35)).await;
+        let info = node.kubelet().tree().get("root/node-conditions").expect("in the tree");
+        assert_eq!((info.state, info.restarts), (ChildState::Running, 1));
+        assert_eq!(
+            heard.lock().unwrap()[before..].to_vec(),
+            vec![],
+            "nothing changed, nothing is reported"
+        );
+        let view = node.kubelet().node.view();
+        let cond = view.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready kept");
+        assert_eq!(cond.status, "True");
+
+        mock.set_network_ready(false);
+        wait_until(|| ready().as_deref() == Some("False"), t).await.unwrap();
+        let last = heard.lock().unwrap().last().cloned().expect("heard");
+        assert!(last.message.contains("network"), "{last:?}");
+        mock.set_network_ready(true);
+        wait_until(|| ready().as_deref() == Some("True"), t).await.unwrap();
+        assert_eq!(node.kubelet().root.exit_reason(), None);
+    });
+}
+
+/// The sync loop's admission book survives its restart (finding R2b of
+/// issue #10): with `maxPods: 2` and two pods running, `sync-loop` is
+/// killed, then a third pod arrives and is rejected as upstream rejects it
+/// (`OutOfpods`, "Node didn't have enough resource: pods"), never started,
+/// while the two admitted pods keep running untouched. Removing one frees
+/// its place: a fourth pod is admitted.
+#[test]
+fn sync_loop_restart_keeps_the_admission_totals() {
+    use actlet::testing::{PodBuilder, TestNode};
+
+    run_paused(|| async {
+        let mock = MockRuntime::new();
+        let node = TestNode::builder()
+            .mock(mock.clone())
+            .customize(|b| b.configure(|c| c.max_pods = 2))
+            .start();
+        let pod = |name: &str| {
+            PodBuilder::new(name)
+                .uid(format!("u-{name}"))
+                .container("app", "busybox:1.36", ["sleep", "3600"])
+                .build()
+        };
+        let t = Duration::from_secs(60);
+        node.set_pods(vec![pod("a"), pod("b")]);
+        for name in ["a", "b"] {
+            node.wait_for_phase("default", name, "Running", t).await.unwrap();
+        }
+        sleep(Duration::from_secs(3)).await;
+        let ids: Vec<String> = ["a", "b"]
+            .iter()
+            .map(|n| mock.find_container(n, "app").expect("running").status.id)
+            .collect();
+
+        node.kubelet()
+            .root
+            .addr()
+            .send(KillChild("sync-loop".into()))
+            .await
+            .expect("root reachable")
+            .unwrap_or_else(|e| panic!("kill sync-loop: {e}"));
+        sleep(Duration::from_millis(50)).await;
+
+        node.set_pods(vec![pod("a"), pod("b"), pod("c")]);
+        node.wait_for_phase("default", "c", "Failed", t).await.unwrap();
+        let status = node.status("default", "c").expect("c has a status");
+        assert_eq!(status.reason.as_deref(), Some("OutOfpods"), "{status:?}");
+        let message = status.message.unwrap_or_default();
+        assert!(
+            message.starts_with("Pod was rejected: Node didn't have enough resource: pods"),
+            "{message}"
+        );
+        sleep(Duration::from_secs(30)).await;
+        assert!(mock.find_container("c", "app").is_none(), "c never started");
+        assert_eq!(mock.calls_to("RunPodSandbox").len(), 2, "one sandbox each for a and b");
+        for (name, id) in ["a", "b"].iter().zip(&ids) {
+            assert_eq!(
+                node.status("default", name).and_then(|s| s.phase).as_deref(),
+                Some("Running")
+            );
+            let c = mock.find_container(name, "app").expect("still there");
+            assert_eq!(&c.status.id, id, "{name} not restarted");
+        }
+        let info = node.kubelet().tree().get("root/sync-loop").expect("in the tree");
+        assert_eq!((info.state, info.restarts), (ChildState::Running, 1));
+
+        // The book counts down as well as up: b's place goes to d.
+        node.set_pods(vec![pod("a"), pod("c"), pod("d")]);
+        node.wait_for_phase("default", "d", "Running", t).await.unwrap();
+        assert_eq!(mock.calls_to("RunPodSandbox").len(), 3, "one sandbox for d");
+        assert_eq!(node.kubelet().root.exit_reason(), None);
+    });
 }

@@ -15,7 +15,9 @@
 //! - A manifest that breaks (parse, validation, read error) keeps its last
 //!   good pods in the snapshot and is listed in `errors`, logged with
 //!   `warn!(file, reason)` when the error first appears or changes
-//!   ([`LastGoodManifests`], [`ManifestErrorLog`]).
+//!   ([`LastGoodManifests`], [`ManifestErrorLog`]); the last good pods
+//!   survive a restart of the actor when the tree hands every instance the
+//!   same [`SharedLastGood`] ([`FileSource::with_last_good`]).
 //! - A path that does not exist gives an empty snapshot (upstream: the
 //!   source is seen, its pods are removed), logged once per disappearance.
 //!   A path that exists but cannot be listed sends nothing: the previous
@@ -36,7 +38,9 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Spaw
 use crate::config::error_log::ManifestErrorLog;
 use crate::config::file_scan::{self, ScanCache, ScanOutcome};
 use crate::config::file_watch::{DirWatch, WatchTarget, start_watch};
+#[cfg(doc)]
 use crate::config::last_good::LastGoodManifests;
+use crate::config::last_good::SharedLastGood;
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
 
 /// Settings of a [`FileSource`].
@@ -77,7 +81,8 @@ impl FileSourceConfig {
 pub struct FileSource {
     config: FileSourceConfig,
     out: SupervisedRecipient<SourceSnapshot>,
-    last_good: LastGoodManifests,
+    /// Owned: outlives the instance when given by [`Self::with_last_good`].
+    last_good: SharedLastGood,
     /// What each file gave at the last read (taken by the read in flight).
     scan_cache: Option<ScanCache>,
     error_log: ManifestErrorLog,
@@ -96,7 +101,7 @@ impl FileSource {
         Self {
             config,
             out: out.into(),
-            last_good: LastGoodManifests::new(),
+            last_good: SharedLastGood::default(),
             scan_cache: Some(ScanCache::default()),
             error_log: ManifestErrorLog::new(),
             watch: None,
@@ -107,6 +112,14 @@ impl FileSource {
             debounce: None,
             changed_in_window: false,
         }
+    }
+
+    /// Keeps the last good pods of broken manifests in `last_good`, shared
+    /// with the instances before and after this one (a restart must not
+    /// remove the pod of a manifest that broke).
+    pub fn with_last_good(mut self, last_good: SharedLastGood) -> Self {
+        self.last_good = last_good;
+        self
     }
 
     /// Starts a read now, or queues one after the read in flight.

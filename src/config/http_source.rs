@@ -16,7 +16,9 @@
 //!   like upstream.
 //! - A body that does not parse or validate is one broken manifest (origin
 //!   = the URL): the last good pods are sent again with the error
-//!   ([`LastGoodManifests`]); a PodList is all or nothing.
+//!   ([`LastGoodManifests`]); a PodList is all or nothing. The last good
+//!   pods survive a restart of the actor when the tree hands every instance
+//!   the same [`SharedLastGood`] ([`HttpSource::with_last_good`]).
 //!
 //! # Caveats
 //! Plain HTTP only: this build of reqwest has no TLS, so an `https` URL is
@@ -31,7 +33,9 @@ use k8s_openapi::api::core::v1::Pod;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::error_log::ManifestErrorLog;
-use crate::config::last_good::{LastGoodManifests, ManifestRead};
+#[cfg(doc)]
+use crate::config::last_good::LastGoodManifests;
+use crate::config::last_good::{ManifestRead, SharedLastGood};
 use crate::config::manifest::{self, MAX_MANIFEST_BYTES};
 use crate::config::static_pod::{ManifestOrigin, load_static_pods};
 use crate::messages::pod_update::{PodSource, SourceSnapshot};
@@ -123,7 +127,8 @@ pub struct HttpSource {
     client: reqwest::Client,
     headers: HeaderMap,
     out: SupervisedRecipient<SourceSnapshot>,
-    last_good: LastGoodManifests,
+    /// Owned: outlives the instance when given by [`Self::with_last_good`].
+    last_good: SharedLastGood,
     error_log: ManifestErrorLog,
     fetching: bool,
     failures: u32,
@@ -159,11 +164,19 @@ impl HttpSource {
             client,
             headers,
             out,
-            last_good: LastGoodManifests::new(),
+            last_good: SharedLastGood::default(),
             error_log: ManifestErrorLog::new(),
             fetching: false,
             failures: 0,
         })
+    }
+
+    /// Keeps the last good pods of a broken body in `last_good`, shared with
+    /// the instances before and after this one (a restart must not remove
+    /// the pods of a body that broke).
+    pub fn with_last_good(mut self, last_good: SharedLastGood) -> Self {
+        self.last_good = last_good;
+        self
     }
 
     fn fetch(&mut self, ctx: &mut Context<Self>) {

@@ -15,9 +15,14 @@
 //! The keeping lives in the source, keyed by origin, because only the source
 //! knows which manifest a pod came from; PodConfig's merge stays upstream's
 //! plain "set" semantics.
+//!
+//! It is state a restart must not lose (a restarted source that forgot the
+//! last good pods of a broken manifest would remove them): the source actors
+//! keep it in a [`SharedLastGood`] the tree assembly creates once per source
+//! and hands to every instance (the rule in [`crate::actors`]).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -94,6 +99,50 @@ impl LastGoodManifests {
     /// Forgets every manifest (e.g. the static pod path is gone).
     pub fn clear(&mut self) {
         self.by_origin.clear();
+    }
+}
+
+/// [`LastGoodManifests`] behind a lock, shared by every instance of one
+/// source actor so that a restarted instance keeps what the last one kept.
+///
+/// ```
+/// use std::sync::Arc;
+/// use actlet::config::last_good::{ManifestRead, SharedLastGood};
+/// use actlet::config::manifest;
+/// use actlet::messages::pod_update::PodSource;
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let mut pod = Pod::default();
+/// pod.metadata.name = Some("web".into());
+/// let good = ManifestRead { origin: "web.yaml".into(), result: Ok(vec![Arc::new(pod)]) };
+/// let broken = || ManifestRead {
+///     origin: "web.yaml".into(),
+///     result: Err(manifest::Error::Parse { origin: "web.yaml".into(), reason: "boom".into() }),
+/// };
+/// let shared = SharedLastGood::default();
+/// shared.snapshot(PodSource::File, vec![good]);
+/// // What a restarted source instance, handed the same handle, sees:
+/// let after_restart = shared.clone();
+/// let snapshot = after_restart.snapshot(PodSource::File, vec![broken()]);
+/// assert_eq!(snapshot.pods.len(), 1, "the last good pod is kept");
+/// assert_eq!(snapshot.errors.len(), 1);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct SharedLastGood(Arc<Mutex<LastGoodManifests>>);
+
+impl SharedLastGood {
+    fn lock(&self) -> MutexGuard<'_, LastGoodManifests> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`LastGoodManifests::snapshot`] on the shared state.
+    pub fn snapshot(&self, source: PodSource, reads: Vec<ManifestRead>) -> SourceSnapshot {
+        self.lock().snapshot(source, reads)
+    }
+
+    /// [`LastGoodManifests::clear`] on the shared state.
+    pub fn clear(&self) {
+        self.lock().clear();
     }
 }
 

@@ -38,7 +38,7 @@ pub mod validate_restart;
 
 pub use file_source::{FileSource, FileSourceConfig};
 pub use http_source::{HttpSource, HttpSourceConfig, HttpSourceError};
-pub use last_good::{LastGoodManifests, ManifestRead};
+pub use last_good::{LastGoodManifests, ManifestRead, SharedLastGood};
 pub use merge::{MergeResult, PodStorage};
 pub use pod_config::{GetManifestErrors, ManifestErrors, PodConfig, PodConfigState};
 pub use static_pod::{ManifestOrigin, load_static_pods};

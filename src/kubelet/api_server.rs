@@ -164,8 +164,10 @@ pub(super) fn children(
     let server = SecureServer::build(&settings, state, api, reviews)?;
     // Like the other servers: a port that is taken is retried every 5 s
     // and never stops pod management.
+    // Owned: the stop of the last instance's server (a restart binds after it).
+    let previous = crate::server::actor::PreviousStop::default();
     let server = ChildSpec::new("kubelet-api", move || {
-        ApiServer::new(addr, server.clone(), bound.clone())
+        ApiServer::new(addr, server.clone(), bound.clone()).with_previous_stop(previous.clone())
     })
     .criticality(Criticality::NonCritical)
     .backoff(super::start::SERVER_RETRY);

@@ -115,13 +115,20 @@ pub(super) fn static_sources(
     config: &KubeletConfig,
     out: SupervisedRecipient<crate::messages::pod_update::SourceSnapshot>,
 ) -> Result<Vec<AnyChildSpec>, crate::config::HttpSourceError> {
-    use crate::config::{FileSource, FileSourceConfig, HttpSource, HttpSourceConfig};
+    use crate::config::{FileSource, FileSourceConfig, HttpSource, HttpSourceConfig, SharedLastGood};
     let mut children: Vec<AnyChildSpec> = vec![];
     if let Some(path) = &config.static_pod_path {
         let mut fc = FileSourceConfig::new(path.clone(), config.node_name.clone());
         fc.check_frequency = config.file_check_frequency;
         let out = out.clone();
-        children.push(ChildSpec::new("file-source", move || FileSource::new(fc.clone(), out.clone())).into());
+        // Owned state: one per source, outliving its instances.
+        let last_good = SharedLastGood::default();
+        children.push(
+            ChildSpec::new("file-source", move || {
+                FileSource::new(fc.clone(), out.clone()).with_last_good(last_good.clone())
+            })
+            .into(),
+        );
     }
     if let Some(url) = &config.static_pod_url {
         let mut hc = HttpSourceConfig::new(url.clone(), config.node_name.clone());
@@ -129,9 +136,12 @@ pub(super) fn static_sources(
         hc.check_frequency = config.http_check_frequency;
         // Validate once up front, so the factory cannot fail later.
         HttpSource::new(hc.clone(), out.clone())?;
+        let last_good = SharedLastGood::default();
         children.push(
             ChildSpec::new("http-source", move || {
-                HttpSource::new(hc.clone(), out.clone()).unwrap_or_else(|e| unreachable!("validated at start: {e}"))
+                HttpSource::new(hc.clone(), out.clone())
+                    .unwrap_or_else(|e| unreachable!("validated at start: {e}"))
+                    .with_last_good(last_good.clone())
             })
             .into(),
         );

@@ -11,7 +11,7 @@ use super::start::SERVER_RETRY;
 use crate::actors::supervisor::{ChildSpec, Criticality, RestartPolicy, SupervisionTree, SupervisorSpec};
 use crate::cri::SharedRuntime;
 use crate::pleg::PodCache;
-use crate::server::actor::Routes;
+use crate::server::actor::{PreviousStop, Routes};
 use crate::server::metrics::KubeletMetrics;
 use crate::server::secure::ApiServerError;
 use crate::server::{HttpServer, ReadOnlyStats, ServerAddrs, ServerState};
@@ -92,8 +92,11 @@ pub(super) fn add_servers(
             stats: stats.clone(),
             metrics: inputs.metrics.clone(),
         });
+        // Owned: the stop of the last instance's server (a restart binds after it).
+        let previous = PreviousStop::default();
         ChildSpec::new(name, move || {
-            let server = HttpServer::new(name, addr, routes, st.clone(), b.clone());
+            let server =
+                HttpServer::new(name, addr, routes, st.clone(), b.clone()).with_previous_stop(previous.clone());
             match &extras {
                 Some(extras) => server.with_stats(extras.clone()),
                 None => server,

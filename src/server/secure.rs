@@ -246,12 +246,28 @@ pub fn spawn(
     addr: SocketAddr,
     server: SecureServer,
 ) -> std::io::Result<(SocketAddr, tokio::sync::oneshot::Sender<()>)> {
+    spawn_released(addr, server).map(|(bound, stop, _released)| (bound, stop))
+}
+
+/// [`spawn`], and a receiver that fires (or whose sender is dropped) once
+/// the stopped server has closed its listener.
+fn spawn_released(
+    addr: SocketAddr,
+    server: SecureServer,
+) -> std::io::Result<(
+    SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::sync::oneshot::Receiver<()>,
+)> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let bound = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let (released_tx, released_rx) = tokio::sync::oneshot::channel::<()>();
     let server = Arc::new(server);
     std::thread::Builder::new().name("kubelet-api".into()).spawn(move || {
+        // Dropped (or sent) when this thread ends: the listener is closed by then.
+        let _released = released_tx;
         let rt = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SERVER_THREADS)
             .thread_name("kubelet-api")
@@ -271,7 +287,7 @@ pub fn spawn(
             }
         });
     })?;
-    Ok((bound, tx))
+    Ok((bound, tx, released_rx))
 }
 
 /// The authenticated server cannot be set up.
@@ -349,6 +365,10 @@ pub struct ApiServer {
     server: SecureServer,
     bound: super::ServerAddrs,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Fires once this instance's server closed its listener.
+    released: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// Owned: the stop of the previous instance's server.
+    previous: super::actor::PreviousStop,
 }
 
 impl ApiServer {
@@ -359,19 +379,26 @@ impl ApiServer {
             server,
             bound,
             stop: None,
+            released: None,
+            previous: super::actor::PreviousStop::default(),
         }
     }
-}
 
-impl actix::Actor for ApiServer {
-    type Context = actix::Context<Self>;
+    /// Shares the stop of each instance's server with the next instance
+    /// (which binds once the listener is closed); give every instance of
+    /// one child the same `previous`.
+    pub fn with_previous_stop(mut self, previous: super::actor::PreviousStop) -> Self {
+        self.previous = previous;
+        self
+    }
 
-    fn started(&mut self, ctx: &mut Self::Context) {
-        match spawn(self.addr, self.server.clone()) {
-            Ok((bound, stop)) => {
+    fn serve(&mut self, ctx: &mut actix::Context<Self>) {
+        match spawn_released(self.addr, self.server.clone()) {
+            Ok((bound, stop, released)) => {
                 tracing::info!(addr = %bound, "serving the kubelet API (HTTPS)");
                 self.bound.set(vec![bound]);
                 self.stop = Some(stop);
+                self.released = Some(released);
             }
             Err(e) => {
                 let reason = format!("kubelet API server cannot listen on {}: {e}", self.addr);
@@ -380,8 +407,25 @@ impl actix::Actor for ApiServer {
             }
         }
     }
+}
+
+impl actix::Actor for ApiServer {
+    type Context = actix::Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        use actix::{ActorFutureExt, AsyncContext, WrapFuture};
+        if self.previous.is_pending() {
+            let wait = self.previous.wait(super::actor::PREVIOUS_STOP_LIMIT);
+            ctx.wait(wait.into_actor(self).map(|(), act, ctx| act.serve(ctx)));
+        } else {
+            self.serve(ctx);
+        }
+    }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
+        if let Some(released) = self.released.take() {
+            self.previous.set(released);
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

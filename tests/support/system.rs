@@ -76,6 +76,7 @@ pub struct NodeBuilder {
     runtime: Option<SharedRuntime>,
     static_pod_path: Option<PathBuf>,
     file_check_frequency: Duration,
+    static_pod_url: Option<(String, Duration)>,
     custom_source: bool,
     pod_worker_threads: usize,
 }
@@ -93,6 +94,13 @@ impl NodeBuilder {
     pub fn static_pods(mut self, dir: PathBuf, every: Duration) -> Self {
         self.static_pod_path = Some(dir);
         self.file_check_frequency = every;
+        self.custom_source = false;
+        self
+    }
+
+    /// Reads static pods from `url` every `every`; no custom source then.
+    pub fn static_pod_url(mut self, url: String, every: Duration) -> Self {
+        self.static_pod_url = Some((url, every));
         self.custom_source = false;
         self
     }
@@ -119,6 +127,10 @@ impl NodeBuilder {
         }
         cfg.static_pod_path = self.static_pod_path;
         cfg.file_check_frequency = self.file_check_frequency;
+        if let Some((url, every)) = self.static_pod_url {
+            cfg.static_pod_url = Some(url);
+            cfg.http_check_frequency = every;
+        }
         cfg.pod_worker_threads = self.pod_worker_threads;
         let clock = self.mock.clock().clone();
         cfg.wall_clock = WallClock(Arc::new(move || timestamp_from_system_time(clock.now())));
@@ -150,6 +162,7 @@ impl Node {
             runtime: None,
             static_pod_path: None,
             file_check_frequency: Duration::from_secs(20),
+            static_pod_url: None,
             custom_source: true,
             pod_worker_threads: 0,
         }
