@@ -140,6 +140,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     s.metrics.attach(&config.node_name, s.cache.clone(), s.tree.clone());
     let root = tree.root.start_root_in(s.tree.clone());
     tracing::info!(node = %config.node_name, sources = ?tree.sources.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
+    let tables = super::tables::Tables {
+        manager: s.manager.clone(),
+        volumes: s.volume_store.clone(),
+        sync_state: s.sync_state.clone(),
+        allocations: s.allocations.clone(),
+    };
     Ok(Kubelet {
         root,
         pods: s.pods,
@@ -160,5 +166,6 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         eviction: s.eviction,
         node_shutdown: s.shutdown,
         shutdown_manager: tree.shutdown_manager,
+        tables,
     })
 }
