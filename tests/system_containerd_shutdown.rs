@@ -12,7 +12,7 @@ mod daemon;
 
 use std::time::{Duration, Instant};
 
-use daemon::{Env, phase};
+use daemon::{Env, phase, uid};
 use k8s_openapi::api::core::v1::Pod;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -99,5 +99,64 @@ async fn shutdown_terminates_by_priority_within_the_budgets_on_containerd() {
     assert!(
         critical_done <= Duration::from_secs(6) + Duration::from_secs(6),
         "both budgets (+ latency): {critical_done:?}"
+    );
+}
+
+/// Issue #10 ("Done when" 2, the containerd variant): a grace period longer
+/// than `runtimeRequestTimeout` (6 s against 2 s) is waited ONCE. busybox
+/// `sleep` as PID 1 ignores SIGTERM, so the container runs until its grace
+/// runs out and is then killed. Before the fix, `StopContainer`'s deadline
+/// was the request timeout alone: the call failed after 2 s and was retried
+/// with a new SIGTERM, so the container was not killed at its grace.
+#[tokio::test]
+async fn a_grace_longer_than_the_request_timeout_is_waited_once_on_containerd() {
+    const GRACE: u64 = 6;
+    let Some(env) = Env::start_with(
+        "a_grace_longer_than_the_request_timeout_is_waited_once_on_containerd",
+        "grace",
+        &["--runtime-request-timeout", "2s"],
+    )
+    .await
+    else {
+        return;
+    };
+    let yaml = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: slow\nspec:\n  terminationGracePeriodSeconds: {GRACE}\n  \
+         containers:\n    - name: app\n      image: {BUSYBOX}\n      command: [\"sleep\", \"3600\"]\n"
+    );
+    env.write_manifest("slow.yaml", &yaml);
+    let pod = env
+        .wait_pod("slow", "Running", Duration::from_secs(60), |p| phase(p) == "Running")
+        .await;
+    let uid = uid(&pod);
+    let running = async || env.cri_view().await.running_containers_of(&uid).len();
+    assert_eq!(running().await, 1);
+
+    let t0 = Instant::now();
+    env.remove_manifest("slow.yaml");
+    // Past the request timeout, well within the grace: still running.
+    tokio::time::sleep(Duration::from_secs(GRACE - 2)).await;
+    assert_eq!(
+        running().await,
+        1,
+        "killed before its {GRACE} s grace: {}",
+        env.log_tail(40)
+    );
+    env.wait_for("the container killed", Duration::from_secs(30), async || {
+        (running().await == 0).then_some(())
+    })
+    .await;
+    let took = t0.elapsed();
+    env.note(format!("killed {took:?} after the manifest was removed"));
+    assert!(
+        took >= Duration::from_secs(GRACE) && took <= Duration::from_secs(GRACE + 5),
+        "killed after {took:?}, not at its {GRACE} s grace (+ the file source's latency): {}",
+        env.log_tail(40)
+    );
+    let log = env.log_tail(100_000);
+    assert!(
+        !log.contains("container termination failed") && !log.contains("StopContainer failed"),
+        "a StopContainer failed (and was retried): {}",
+        env.log_tail(60)
     );
 }

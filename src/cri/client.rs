@@ -319,6 +319,45 @@ mod tests {
         ));
     }
 
+    /// The per-verb deadline table (issue #10): Stop waits the timeout plus
+    /// the grace the runtime is asked to wait, ExecSync the timeout plus the
+    /// command's (none without one), Pull has none, the rest the timeout.
+    #[test]
+    fn deadline_table_by_verb() {
+        let t = Duration::from_secs(120);
+        let s = Duration::from_secs;
+        assert_eq!(Deadline::stop_container(300).resolve(t), Some(s(420)));
+        assert_eq!(Deadline::stop_container(0).resolve(t), Some(t));
+        assert_eq!(
+            Deadline::stop_container(-5).resolve(t),
+            Some(t),
+            "a negative grace adds nothing"
+        );
+        assert_eq!(Deadline::exec_sync(10).resolve(t), Some(s(130)));
+        assert_eq!(Deadline::exec_sync(0).resolve(t), None);
+        assert_eq!(Deadline::None.resolve(t), None);
+        assert_eq!(Deadline::Timeout.resolve(t), Some(t));
+    }
+
+    /// What the table resolves to is what goes on the wire (`grpc-timeout`).
+    #[tokio::test]
+    async fn a_stop_request_carries_the_timeout_plus_its_grace() {
+        let client = CriClient::new("unix:///nonexistent/cri.sock", Duration::from_secs(120)).unwrap();
+        let header = |req: &tonic::Request<()>| {
+            req.metadata()
+                .get("grpc-timeout")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let stop = client.request_with((), Deadline::stop_container(300));
+        let plain = client.request(());
+        let pull = client.request_with((), Deadline::None);
+        // tonic writes the deadline in milliseconds.
+        assert_eq!(header(&stop).as_deref(), Some("420000m"));
+        assert_eq!(header(&plain).as_deref(), Some("120000m"));
+        assert_eq!(header(&pull), None);
+    }
+
     #[tokio::test]
     async fn call_to_missing_socket_is_unavailable() {
         let dir = tempfile::tempdir().unwrap();

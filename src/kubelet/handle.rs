@@ -256,6 +256,8 @@ pub struct Kubelet {
     /// The `node-shutdown-manager` (graceful shutdown configured).
     pub(crate) shutdown_manager:
         Option<crate::actors::supervisor::SupervisedRecipient<crate::nodeshutdown::NodeShutdownEvent>>,
+    /// The other per-pod tables ([`Kubelet::pod_table_sizes`]).
+    pub(crate) tables: super::tables::Tables,
 }
 
 impl Kubelet {

@@ -16,6 +16,7 @@ mod pod_core;
 mod servers;
 mod shared;
 mod start;
+mod tables;
 mod tree;
 
 pub use config::{ConfigError, KubeletConfig, WallClock};
@@ -23,3 +24,4 @@ pub use extensions::{Extensions, SourceSpecFactory};
 pub use handle::{Kubelet, node_shutdown};
 pub use node_facts::{MachineInfo, NodeFacts, detect_node_ip};
 pub use start::{StartError, go_arch, start, start_with};
+pub use tables::PodTableSizes;

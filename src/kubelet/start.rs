@@ -144,6 +144,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     report_exhausted_children(&s.tree, &s.events, &config.node_name);
     let root = tree.root.start_root_in(s.tree.clone());
     tracing::info!(node = %config.node_name, sources = ?tree.sources.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
+    let tables = super::tables::Tables {
+        manager: s.manager.clone(),
+        volumes: s.volume_store.clone(),
+        sync_state: s.sync_state.clone(),
+        allocations: s.allocations.clone(),
+    };
     Ok(Kubelet {
         root,
         pods: s.pods,
@@ -164,6 +170,7 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
         eviction: s.eviction,
         node_shutdown: s.shutdown,
         shutdown_manager: tree.shutdown_manager,
+        tables,
     })
 }
 

@@ -135,6 +135,11 @@ impl Backoff {
             .retain(|_, e| now.saturating_duration_since(e.last_update) <= max2);
     }
 
+    /// The keys with an entry (expired ones too, until [`gc`](Self::gc)).
+    pub fn keys(&self) -> Vec<String> {
+        self.entries().keys().cloned().collect()
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries().len()

@@ -154,6 +154,32 @@ pub enum StatusSyncEvent {
 #[rtype(result = "()")]
 pub struct ResyncStatuses;
 
+/// Anyone → status syncer: how many pods each of its per-pod sets holds
+/// (a leak check, issue #10: once pods are forgotten, the syncer holds only
+/// pods that still have a status).
+#[derive(Clone, Copy, Debug, Default, actix::Message)]
+#[rtype(result = "SyncerPods")]
+pub struct GetSyncerPods;
+
+/// The sizes of the status syncer's per-pod sets (answer to [`GetSyncerPods`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncerPods {
+    /// Pods waiting for a write.
+    pub dirty: usize,
+    /// Pods with a write or delete in flight.
+    pub in_flight: usize,
+    /// Pods waiting for their retry delay.
+    pub backing_off: usize,
+    /// Pods with failed writes counted.
+    pub failures: usize,
+    /// Pods with a written status version.
+    pub written: usize,
+    /// Pods finished with (deleted from the API or gone from it).
+    pub done: usize,
+    /// Distinct pods in any of the sets.
+    pub total: usize,
+}
+
 /// Anyone → mirror pods manager: compare static pods with mirror pods now
 /// (e.g. after the static pods changed).
 #[derive(Clone, Copy, Debug, Default, actix::Message)]

@@ -22,6 +22,8 @@
 //! has terminated (upstream `allowStaticPodStart`), so the old and new
 //! control-plane pod never hold the same ports or data at once.
 
+use std::time::Duration;
+
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -218,14 +220,22 @@ impl Actor for PodWorkers {
 
     /// A restarted manager finds its workers in [`PodSyncStatuses`]; only
     /// static pods left waiting by a predecessor need a nudge.
-    fn started(&mut self, _ctx: &mut Self::Context) {
+    fn started(&mut self, ctx: &mut Self::Context) {
         let adopted = self.statuses.len();
         if adopted > 0 {
             tracing::info!(workers = adopted, "pod workers manager adopted running workers");
         }
         self.start_waiting(None);
+        // Backoff entries of pods that are gone expire 10 min after their
+        // last failure; collect them whether or not more pods come and go
+        // (upstream: `backOff.GC()` in every housekeeping pass).
+        ctx.run_interval(BACKOFF_GC_PERIOD, |act, _| act.deps.runtime.gc_backoffs());
     }
 }
+
+/// How often idle restart and image pull backoff entries are collected
+/// (besides every [`ForgetWorkers`]).
+pub const BACKOFF_GC_PERIOD: Duration = Duration::from_secs(60);
 
 impl Handler<UpdatePod> for PodWorkers {
     type Result = ();

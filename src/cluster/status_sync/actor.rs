@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, WrapFuture};
 use kube::Client;
 
 use super::api::{SyncError, WriteOutcome, delete_pod, write_status};
@@ -74,7 +74,7 @@ impl StatusSyncDeps {
     }
 }
 
-pub use crate::messages::status::{ResyncStatuses, StatusSyncEvent};
+pub use crate::messages::status::{GetSyncerPods, ResyncStatuses, StatusSyncEvent, SyncerPods};
 
 /// The status syncer actor (upstream `status.manager`'s sync half). See the
 /// [module docs](super).
@@ -342,5 +342,28 @@ impl Handler<ResyncStatuses> for StatusSyncer {
 
     fn handle(&mut self, _msg: ResyncStatuses, ctx: &mut Self::Context) {
         self.resync(ctx);
+    }
+}
+
+impl Handler<GetSyncerPods> for StatusSyncer {
+    type Result = MessageResult<GetSyncerPods>;
+
+    fn handle(&mut self, _msg: GetSyncerPods, _ctx: &mut Self::Context) -> Self::Result {
+        let all: HashSet<&PodUid> = (self.dirty.iter())
+            .chain(&self.in_flight)
+            .chain(&self.backing_off)
+            .chain(self.failures.keys())
+            .chain(self.written.keys())
+            .chain(&self.done)
+            .collect();
+        MessageResult(SyncerPods {
+            dirty: self.dirty.len(),
+            in_flight: self.in_flight.len(),
+            backing_off: self.backing_off.len(),
+            failures: self.failures.len(),
+            written: self.written.len(),
+            done: self.done.len(),
+            total: all.len(),
+        })
     }
 }

@@ -33,5 +33,5 @@ pub mod logic;
 pub mod patch;
 pub mod sink;
 
-pub use actor::{ResyncStatuses, StatusSyncDeps, StatusSyncEvent, StatusSyncer};
+pub use actor::{GetSyncerPods, ResyncStatuses, StatusSyncDeps, StatusSyncEvent, StatusSyncer, SyncerPods};
 pub use sink::StatusSyncSink;
