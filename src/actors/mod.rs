@@ -20,6 +20,16 @@
 //! GC, status, probes, volumes) read the shared handle, never ask the actor:
 //! an ask can fail while the actor restarts, a read cannot.
 //!
+//! Work in flight is the one thing an instance cannot hand over, so two
+//! rules cover it. A CRI mutation is never cancelled with its caller: it
+//! runs as a task of its own (`cri::to_completion`), counted per pod until
+//! the runtime answers, and a pod worker's step starts only once its pod
+//! has none in flight (a successor never acts on a view its predecessor's
+//! last call is about to change). And a kill is kept in the pod's
+//! lifecycle record (`PodSyncStatuses`) until the pod has terminated, so a
+//! worker rebuilt after a panic, or made again after its supervisor lost
+//! it, runs it again (`tests/chaos_cri_mutations.rs`).
+//!
 //! Every actor kind has a test that kills it mid-flight (the supervisor's
 //! [`KillChild`](supervisor::KillChild) fault injection, or a real panic)
 //! and shows the node did not notice: the last column of the index below

@@ -20,8 +20,9 @@
 //! `PullImage`: a kill may abandon a pull (issue #10, the per-pod
 //! cancellation token); reads and `ExecSync` are plain calls.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tonic::Code;
 use tracing::Instrument;
@@ -43,6 +44,89 @@ pub const MUTATIONS: [&str; 10] = [
     "ReopenContainerLog",
     "RemoveImage",
 ];
+
+tokio::task_local! {
+    /// The pod (UID) whose worker makes the calls of the current task.
+    static CALLER_POD: String;
+}
+
+/// Runs `fut` as work for pod `uid`: the mutations it makes through a
+/// [`ToCompletion`] runtime are counted in flight for that pod until the
+/// runtime answers, whether or not `fut` is still there to hear it.
+pub async fn for_pod<F: Future>(uid: String, fut: F) -> F::Output {
+    CALLER_POD.scope(uid, fut).await
+}
+
+/// The mutations in flight per pod, including those whose caller is gone
+/// (a pod worker force-stopped or panicking mid-call). A new worker waits
+/// for its pod's to settle before it reads the runtime, so it never acts on
+/// a view its predecessor's last call is about to change (a container
+/// `CREATED` whose start is still being answered would be created again).
+#[derive(Clone, Debug, Default)]
+pub struct InFlight(Arc<InFlightInner>);
+
+#[derive(Debug, Default)]
+struct InFlightInner {
+    counts: Mutex<HashMap<String, usize>>,
+    settled: tokio::sync::Notify,
+}
+
+/// One mutation in flight; dropped when the runtime answered.
+struct InFlightGuard {
+    in_flight: InFlight,
+    uid: String,
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let mut counts = self.in_flight.counts();
+        if let Some(n) = counts.get_mut(&self.uid) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.uid);
+            }
+        }
+        drop(counts);
+        self.in_flight.0.settled.notify_waiters();
+    }
+}
+
+impl InFlight {
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.0.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn enter(&self, uid: &str) -> InFlightGuard {
+        *self.counts().entry(uid.to_owned()).or_default() += 1;
+        InFlightGuard {
+            in_flight: self.clone(),
+            uid: uid.to_owned(),
+        }
+    }
+
+    /// Mutations of pod `uid` still waiting for the runtime's answer.
+    pub fn count(&self, uid: &str) -> usize {
+        self.counts().get(uid).copied().unwrap_or(0)
+    }
+
+    /// Pods with a mutation in flight (0 when idle: nothing is kept per pod).
+    pub fn pods(&self) -> usize {
+        self.counts().len()
+    }
+
+    /// Waits until pod `uid` has no mutation in flight; true if it had to wait.
+    pub async fn settled(&self, uid: &str) -> bool {
+        let mut waited = false;
+        loop {
+            let notified = self.0.settled.notified();
+            if self.count(uid) == 0 {
+                return waited;
+            }
+            waited = true;
+            notified.await;
+        }
+    }
+}
 
 /// `inner` with every mutation run to completion (see the module doc).
 ///
@@ -73,12 +157,36 @@ pub const MUTATIONS: [&str; 10] = [
 /// });
 /// ```
 pub fn to_completion(inner: SharedRuntime) -> SharedRuntime {
-    Arc::new(ToCompletion { inner })
+    Arc::new(ToCompletion::new(inner, InFlight::default()))
 }
 
 /// See [`to_completion`].
 pub struct ToCompletion {
     inner: SharedRuntime,
+    in_flight: InFlight,
+}
+
+impl ToCompletion {
+    /// `inner` with its mutations run to completion and counted in
+    /// `in_flight` per pod (the calls made within [`for_pod`]).
+    pub fn new(inner: SharedRuntime, in_flight: InFlight) -> Self {
+        Self { inner, in_flight }
+    }
+
+    /// Runs a mutation as a task of its own, counted for the caller's pod.
+    async fn mutation<T: Send + 'static>(
+        &self,
+        method: &'static str,
+        call: impl Future<Output = CriResult<T>> + Send + 'static,
+    ) -> CriResult<T> {
+        let guard = CALLER_POD.try_with(|uid| self.in_flight.enter(uid)).ok();
+        complete(method, async move {
+            let out = call.await;
+            drop(guard);
+            out
+        })
+        .await
+    }
 }
 
 /// Whether `grpc` (a CRI method name) is one of [`MUTATIONS`].
@@ -122,12 +230,12 @@ macro_rules! to_completion_impl {
             $(async fn $name(&self, req: $req) -> CriResult<$resp> {
                 let inner = self.inner.clone();
                 let call = async move { inner.$name(req).await };
-                if is_mutation($grpc) { complete($grpc, call).await } else { call.await }
+                if is_mutation($grpc) { self.mutation($grpc, call).await } else { call.await }
             })*
             $(async fn $iname(&self, req: $ireq) -> CriResult<$iresp> {
                 let inner = self.inner.clone();
                 let call = async move { inner.$iname(req).await };
-                if is_mutation($igrpc) { complete($igrpc, call).await } else { call.await }
+                if is_mutation($igrpc) { self.mutation($igrpc, call).await } else { call.await }
             })*
             async fn get_container_events(&self, req: GetEventsRequest) -> CriResult<ContainerEventStream> {
                 self.inner.get_container_events(req).await
@@ -176,6 +284,38 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(5)).await;
             assert_eq!(mock.calls_to("RemovePodSandbox")[0].outcome, CallOutcome::Ok);
             assert_eq!(mock.calls_to("ListContainers")[0].outcome, CallOutcome::InFlight);
+        });
+    }
+
+    #[test]
+    fn a_pods_dropped_mutation_counts_in_flight_until_the_runtime_answers() {
+        crate::testing::run_paused(async {
+            let mock = MockRuntime::new();
+            mock.inject("RemovePodSandbox", Fault::latency(Duration::from_secs(3)).times(1));
+            let in_flight = InFlight::default();
+            let runtime = ToCompletion::new(Arc::new(mock.clone()), in_flight.clone());
+            let remove = for_pod(
+                "u1".into(),
+                runtime.remove_pod_sandbox(RemovePodSandboxRequest {
+                    pod_sandbox_id: "gone".into(),
+                }),
+            );
+            assert!(tokio::time::timeout(Duration::from_secs(1), remove).await.is_err());
+            assert_eq!((in_flight.count("u1"), in_flight.count("u2")), (1, 0));
+            let started = tokio::time::Instant::now();
+            assert!(!in_flight.settled("u2").await);
+            assert_eq!(started.elapsed(), Duration::ZERO, "another pod waits for nothing");
+            assert!(in_flight.settled("u1").await);
+            assert_eq!(started.elapsed(), Duration::from_secs(2), "until the runtime answered");
+            assert_eq!(in_flight.pods(), 0, "nothing kept once settled");
+            // Outside a pod's work nothing is counted.
+            runtime
+                .remove_pod_sandbox(RemovePodSandboxRequest {
+                    pod_sandbox_id: "x".into(),
+                })
+                .await
+                .expect("removed");
+            assert_eq!(in_flight.pods(), 0);
         });
     }
 

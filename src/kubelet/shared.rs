@@ -51,6 +51,9 @@ pub(super) struct Shared {
     pub cache: PodCache,
     /// Per-pod lifecycle records (pod-workers manager; read by housekeeping, GC, volumes).
     pub pod_sync_statuses: PodSyncStatuses,
+    /// CRI mutations in flight per pod (`cri::to_completion`): a pod worker
+    /// waits for its pod's before it reads the runtime.
+    pub in_flight: crate::cri::to_completion::InFlight,
     /// Mirror pods (cluster mode).
     pub mirror_pods: MirrorPods,
     /// Probe results.
@@ -110,6 +113,7 @@ impl Shared {
         config: &KubeletConfig,
         runtime: SharedRuntime,
         metrics: Arc<KubeletMetrics>,
+        in_flight: crate::cri::to_completion::InFlight,
         ext: &Extensions,
     ) -> (Self, WithHandles) {
         let started = Instant::now();
@@ -187,6 +191,7 @@ impl Shared {
             statuses,
             cache,
             pod_sync_statuses,
+            in_flight,
             mirror_pods,
             probes: crate::prober::store::ProbeStore::default(),
             events,
@@ -236,6 +241,8 @@ impl Shared {
             cgroups: self.cgroups.clone(),
             allocations: self.allocations.clone(),
             metrics: Some(self.metrics.pods().clone()),
+            sync_statuses: self.pod_sync_statuses.clone(),
+            in_flight: self.in_flight.clone(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! declares the supervision tree ([`super::tree`]) and starts it.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::KubeletConfig;
@@ -137,8 +138,12 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     let metrics = crate::server::metrics::KubeletMetrics::new(crate::server::metrics::default_buckets());
     // every mutation runs to the runtime's answer, whoever stops waiting
     // (a force-stopped or panicking pod worker): `cri::to_completion`
-    let runtime = crate::cri::to_completion(metrics.instrument(runtime));
-    let (s, with_handles) = Shared::new(&config, runtime, metrics, &ext);
+    let in_flight = crate::cri::to_completion::InFlight::default();
+    let runtime: SharedRuntime = Arc::new(crate::cri::to_completion::ToCompletion::new(
+        metrics.instrument(runtime),
+        in_flight.clone(),
+    ));
+    let (s, with_handles) = Shared::new(&config, runtime, metrics, in_flight, &ext);
     let tree = super::tree::declare(&config, &s, with_handles, ext)?;
     s.metrics.attach(&config.node_name, s.cache.clone(), s.tree.clone());
     report_exhausted_children(&s.tree, &s.events, &config.node_name);

@@ -40,6 +40,12 @@ pub struct WorkerDeps {
     pub allocations: crate::allocation::Allocations,
     /// `kubelet_pod_worker_duration_seconds` (none: not measured).
     pub metrics: Option<Arc<crate::server::pod_metrics::PodMetrics>>,
+    /// The pods' lifecycle records: a restarted worker resumes the kill its
+    /// predecessor was running from here.
+    pub sync_statuses: super::PodSyncStatuses,
+    /// The CRI mutations in flight per pod: a step starts once its pod's
+    /// have been answered (a predecessor killed mid-call may have left one).
+    pub in_flight: crate::cri::to_completion::InFlight,
 }
 
 impl std::fmt::Debug for WorkerDeps {

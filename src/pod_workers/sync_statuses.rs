@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::actors::supervisor::ChildRef;
 use crate::messages::PodUid;
-use crate::messages::pod_work::WorkerState;
+use crate::messages::pod_work::{UpdatePod, WorkerState};
 
 use super::worker::PodWorker;
 
@@ -47,6 +47,11 @@ pub struct PodSyncStatus {
     /// A static pod held back until the previous pod of its full name has
     /// terminated (no worker yet).
     pub waiting_to_start: bool,
+    /// The latest kill sent to the pod's worker. A new instance of the
+    /// worker (restarted after a panic, or made again after the
+    /// `pod-workers` supervisor lost its children) runs it again, so a kill
+    /// is never lost with the instance that was running it.
+    pub kill: Option<UpdatePod>,
 }
 
 impl PodSyncStatus {
@@ -60,6 +65,7 @@ impl PodSyncStatus {
             terminating_at: None,
             terminated_at: None,
             waiting_to_start: false,
+            kill: None,
         }
     }
 
@@ -193,6 +199,29 @@ impl PodSyncStatuses {
                 s.terminating_at.get_or_insert_with(Instant::now);
             }
         });
+    }
+
+    /// [`request_kill`](Self::request_kill), keeping `kill` as the latest
+    /// kill to run again should the worker running it be lost.
+    pub fn record_kill(&self, uid: &PodUid, full_name: &str, kill: &UpdatePod) {
+        self.update(uid, full_name, |s| {
+            if !s.kill_requested {
+                s.kill_requested = true;
+                s.terminating_at.get_or_insert_with(Instant::now);
+            }
+            s.kill = Some(kill.clone());
+        });
+    }
+
+    /// Pods whose worker is gone (its mailbox closed: the `pod-workers`
+    /// supervisor was restarted) before they terminated, with their record.
+    pub fn lost_workers(&self) -> Vec<(PodUid, PodSyncStatus)> {
+        self.lock()
+            .by_uid
+            .iter()
+            .filter(|(_, s)| s.state != WorkerState::Terminated && s.worker.as_ref().is_some_and(|w| !w.is_open()))
+            .map(|(uid, s)| (uid.clone(), s.clone()))
+            .collect()
     }
 
     /// Records what a worker reported.

@@ -26,6 +26,8 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
         cgroups: crate::cm::ContainerManager::disabled(),
         allocations: Default::default(),
         metrics: None,
+        sync_statuses: Default::default(),
+        in_flight: Default::default(),
     }
 }
 

@@ -62,7 +62,8 @@ pub struct PodWorker {
 }
 
 impl PodWorker {
-    /// A worker for `uid`; `generation` > 1 means it replaces a crashed instance.
+    /// A worker for `uid`; `generation` > 1 means it replaces an earlier
+    /// worker of the pod (one that crashed, or that its supervisor lost).
     pub fn new(uid: PodUid, deps: WorkerDeps, report: SupervisedRecipient<SyncFinished>, generation: u64) -> Self {
         Self {
             uid,
@@ -101,7 +102,7 @@ impl PodWorker {
 
     fn run(&mut self, update: UpdatePod, ctx: &mut Context<Self>) {
         let deps = self.deps.clone();
-        let newer_than = self.last_step;
+        let mut newer_than = self.last_step;
         // A periodic or event-triggered sync after a good step may use the
         // event-fed cache as it stands (`runtime_status`).
         let resync = self.last_ok && matches!(update.work, PodWork::Sync(SyncKind::Sync));
@@ -120,7 +121,14 @@ impl PodWorker {
             PodWork::Sync(SyncKind::Update) => "update",
             PodWork::Sync(SyncKind::Sync) => "sync",
         };
+        let uid = self.uid.to_string();
         let step = async move {
+            // A predecessor killed mid-call may have left a mutation in
+            // flight: act on the runtime only once it has been answered.
+            if deps.in_flight.settled(&uid).await {
+                // ... and on a status read made after that answer.
+                newer_than = Some(Instant::now());
+            }
             let began = std::time::Instant::now();
             let out = match kill {
                 Some(k) => terminate_pod(&deps, &pod, newer_than, &k, &waiting).await,
@@ -131,6 +139,7 @@ impl PodWorker {
             }
             out
         };
+        let step = crate::cri::to_completion::for_pod(self.uid.to_string(), step);
         ctx.spawn(
             step.instrument(span)
                 .into_actor(self)
@@ -193,8 +202,13 @@ impl Actor for PodWorker {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         if self.generation > 1 {
-            // A restarted instance resumes from the caches.
-            if let Some(desired) = self.deps.pods.get(&self.uid) {
+            // A restarted instance resumes from the caches: the kill its
+            // predecessor was running (kept in the lifecycle records), else
+            // the desired pod.
+            if let Some(kill) = self.deps.sync_statuses.get(&self.uid).and_then(|r| r.kill) {
+                tracing::info!(pod = %format_pod(&kill.pod), generation = self.generation, "pod worker restarted; resuming its kill");
+                self.offer(kill, ctx);
+            } else if let Some(desired) = self.deps.pods.get(&self.uid) {
                 tracing::info!(pod = %format_pod(&desired.pod), generation = self.generation, "pod worker restarted; resuming");
                 self.offer(UpdatePod::sync(SyncKind::Sync, desired.pod), ctx);
             }

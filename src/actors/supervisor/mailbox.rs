@@ -61,7 +61,7 @@ impl<A: Actor> Mailbox<A> {
 
     /// Whether the mailbox accepts messages.
     pub(crate) fn is_open(&self) -> bool {
-        self.lock().tx.is_some()
+        self.lock().tx.as_ref().is_some_and(|tx| !tx.is_closed())
     }
 
     /// Runs `f` on the sender while holding the lock (`None` when closed).
