@@ -39,6 +39,27 @@ pub struct MockCriArgs {
     /// The socket to serve on, e.g. unix:///tmp/mock-cri.sock.
     #[arg(long, value_name = "ENDPOINT")]
     pub listen: String,
+    /// The directory ImageFsInfo and container stats name as the image filesystem
+    /// mountpoint; created if missing. Default: actlet-mock-cri/image-fs in the temporary
+    /// directory ($TMPDIR or /tmp), so that a kubelet reading the host's filesystems finds it.
+    #[arg(long, value_name = "DIR")]
+    pub image_fs_dir: Option<PathBuf>,
+}
+
+impl MockCriArgs {
+    /// The image filesystem directory: `--image-fs-dir`, or the default.
+    ///
+    /// ```
+    /// use clap::Parser;
+    /// let cli = actlet::cli::Cli::parse_from(["actlet", "mock-cri", "--listen", "unix:///m.sock", "--image-fs-dir", "/srv/fs"]);
+    /// let Some(actlet::cli::Command::MockCri(args)) = cli.command else { panic!() };
+    /// assert_eq!(args.image_fs_dir(), std::path::Path::new("/srv/fs"));
+    /// ```
+    pub fn image_fs_dir(&self) -> PathBuf {
+        self.image_fs_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("actlet-mock-cri").join("image-fs"))
+    }
 }
 
 /// The node agent's flags (upstream names; see `kubelet --help`).

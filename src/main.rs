@@ -92,9 +92,14 @@ fn mock_cri(args: MockCriArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
     };
+    // A mountpoint that exists: kubelets look the image filesystem up on the host.
+    let image_fs = args.image_fs_dir();
+    if let Err(e) = std::fs::create_dir_all(&image_fs) {
+        return fatal(format!("--image-fs-dir {}: {e}", image_fs.display()));
+    }
     rt.block_on(async move {
-        let mock = Arc::new(MockRuntime::new());
-        tracing::info!(socket = %path.display(), "serving the mock CRI runtime");
+        let mock = Arc::new(MockRuntime::builder().image_fs_mountpoint(&image_fs).build());
+        tracing::info!(socket = %path.display(), image_fs = %image_fs.display(), "serving the mock CRI runtime");
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };

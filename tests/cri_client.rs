@@ -1,6 +1,7 @@
 //! The tonic CRI client against `actlet mock-cri` (the real binary, over a
 //! unix socket): the served mock answers like a runtime, and the client
-//! reconnects when the runtime's socket goes away and comes back.
+//! reconnects when the runtime's socket goes away and comes back; its image
+//! filesystem mountpoint exists on the host.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -12,8 +13,19 @@ struct MockCri(Child);
 
 impl MockCri {
     fn start(socket: &std::path::Path) -> Self {
-        let child = Command::new(env!("CARGO_BIN_EXE_actlet"))
+        Self::start_with(socket, &[], None)
+    }
+
+    /// With more arguments and, if given, `TMPDIR`.
+    fn start_with(socket: &std::path::Path, args: &[&str], tmpdir: Option<&std::path::Path>) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_actlet"));
+        command
             .args(["mock-cri", "--listen", &format!("unix://{}", socket.display())])
+            .args(args);
+        if let Some(tmpdir) = tmpdir {
+            command.env("TMPDIR", tmpdir);
+        }
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -94,4 +106,52 @@ async fn client_talks_to_the_mock_cri_binary_and_reconnects_after_it_restarts() 
         .await
         .expect("client reconnects");
     assert_eq!(v.runtime_api_version, "v1");
+}
+
+async fn image_fs_mountpoint(client: &CriClient) -> String {
+    let info = client.image_fs_info(v1::ImageFsInfoRequest {}).await.unwrap();
+    let fs = info.image_filesystems.first().expect("one image filesystem");
+    fs.fs_id.as_ref().expect("fs_id").mountpoint.clone()
+}
+
+/// Kubelets look the image filesystem up on the host (the upstream kubelet
+/// logs a mountpoint that does not exist): the served mock names a directory
+/// it created, by default in `$TMPDIR`, or `--image-fs-dir`.
+#[tokio::test]
+async fn the_mock_cri_binary_reports_an_image_filesystem_that_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+
+    let socket = dir.path().join("default.sock");
+    let client = CriClient::new(&format!("unix://{}", socket.display()), Duration::from_secs(5)).unwrap();
+    let _default = MockCri::start_with(&socket, &[], Some(&tmp));
+    version_within(&client, Duration::from_secs(20))
+        .await
+        .expect("mock-cri answers");
+    let mountpoint = image_fs_mountpoint(&client).await;
+    assert_eq!(
+        std::path::Path::new(&mountpoint),
+        tmp.join("actlet-mock-cri").join("image-fs")
+    );
+    assert!(std::path::Path::new(&mountpoint).is_dir(), "{mountpoint} exists");
+
+    let chosen = dir.path().join("images").join("fs");
+    let socket = dir.path().join("chosen.sock");
+    let client = CriClient::new(&format!("unix://{}", socket.display()), Duration::from_secs(5)).unwrap();
+    let _chosen = MockCri::start_with(&socket, &["--image-fs-dir", chosen.to_str().unwrap()], Some(&tmp));
+    version_within(&client, Duration::from_secs(20))
+        .await
+        .expect("mock-cri answers");
+    let mountpoint = image_fs_mountpoint(&client).await;
+    assert_eq!(std::path::Path::new(&mountpoint), chosen);
+    assert!(chosen.is_dir(), "--image-fs-dir is created");
+
+    // In process, the mock keeps containerd's path.
+    let mock = actlet::cri::mock::MockRuntime::new();
+    let info = mock.image_fs_info(v1::ImageFsInfoRequest {}).await.unwrap();
+    assert_eq!(
+        info.image_filesystems[0].fs_id.as_ref().unwrap().mountpoint,
+        actlet::cri::mock::SNAPSHOTTER_MOUNTPOINT
+    );
 }

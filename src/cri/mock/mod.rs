@@ -199,8 +199,9 @@ pub const DEFAULT_SANDBOX_IMAGE: &str = "registry.k8s.io/pause:3.9";
 /// ```
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The image filesystem reported by `ImageFsInfo` and container stats.
-const SNAPSHOTTER_MOUNTPOINT: &str = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs";
+/// The image filesystem `ImageFsInfo` and container stats report by default
+/// (containerd's; see [`MockRuntimeBuilder::image_fs_mountpoint`]).
+pub const SNAPSHOTTER_MOUNTPOINT: &str = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs";
 
 /// An in-process CRI runtime faithful to containerd 1.6; cheap to clone
 /// (clones share the same runtime).
@@ -296,6 +297,7 @@ pub struct MockRuntimeBuilder {
     sandbox_image: String,
     runtime_handlers: Vec<String>,
     network_ready: bool,
+    image_fs_mountpoint: String,
 }
 
 impl Default for MockRuntimeBuilder {
@@ -310,6 +312,7 @@ impl Default for MockRuntimeBuilder {
             sandbox_image: DEFAULT_SANDBOX_IMAGE.to_string(),
             runtime_handlers: vec!["runc".to_string()],
             network_ready: true,
+            image_fs_mountpoint: SNAPSHOTTER_MOUNTPOINT.to_string(),
         }
     }
 }
@@ -515,6 +518,23 @@ impl MockRuntimeBuilder {
         self
     }
 
+    /// The image filesystem mountpoint `ImageFsInfo` and container stats
+    /// name (default [`SNAPSHOTTER_MOUNTPOINT`], which need not exist; a
+    /// kubelet reading the host's filesystems wants one that does).
+    ///
+    /// ```
+    /// use actlet::cri::{Runtime, mock::MockRuntime};
+    /// # actlet::testing::run_paused(async {
+    /// let mock = MockRuntime::builder().image_fs_mountpoint("/tmp").build();
+    /// let fs = mock.image_fs_info(Default::default()).await.unwrap().image_filesystems;
+    /// assert_eq!(fs[0].fs_id.as_ref().unwrap().mountpoint, "/tmp");
+    /// # });
+    /// ```
+    pub fn image_fs_mountpoint(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.image_fs_mountpoint = path.into().to_string_lossy().into_owned();
+        self
+    }
+
     /// Builds the mock. Its default clock starts now.
     ///
     /// ```
@@ -552,6 +572,7 @@ impl MockRuntimeBuilder {
             self.sandbox_image,
         );
         shared.runtime_handlers = self.runtime_handlers;
+        shared.image_fs_mountpoint = self.image_fs_mountpoint;
         let mock = MockRuntime {
             shared: Arc::new(shared),
         };

@@ -133,7 +133,7 @@ impl MockRuntime {
             image_filesystems: vec![FilesystemUsage {
                 timestamp: self.shared.clock.now_nanos(),
                 fs_id: Some(FilesystemIdentifier {
-                    mountpoint: super::SNAPSHOTTER_MOUNTPOINT.to_string(),
+                    mountpoint: self.shared.image_fs_mountpoint.clone(),
                 }),
                 used_bytes: Some(UInt64Value { value: used }),
                 inodes_used: Some(UInt64Value { value: 100 * count }),

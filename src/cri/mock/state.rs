@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub(crate) request_timeout: Duration,
     pub(crate) sandbox_image: String,
     pub(crate) runtime_handlers: Vec<String>,
+    /// The mountpoint `ImageFsInfo` and container stats name.
+    pub(crate) image_fs_mountpoint: String,
     /// The streaming server Exec/Attach URLs point to (started on first use).
     pub(crate) streaming: tokio::sync::OnceCell<std::sync::Arc<super::streaming::StreamServer>>,
     /// Usage tests set for stats (`stats.rs`).
@@ -53,6 +55,7 @@ impl Shared {
             request_timeout,
             sandbox_image,
             runtime_handlers: vec!["runc".to_string()],
+            image_fs_mountpoint: super::SNAPSHOTTER_MOUNTPOINT.to_string(),
             streaming: tokio::sync::OnceCell::new(),
             usage: Mutex::default(),
         }

@@ -144,7 +144,7 @@ impl MockRuntime {
             writable_layer: Some(v1::FilesystemUsage {
                 timestamp: now,
                 fs_id: Some(v1::FilesystemIdentifier {
-                    mountpoint: super::SNAPSHOTTER_MOUNTPOINT.to_string(),
+                    mountpoint: self.shared.image_fs_mountpoint.clone(),
                 }),
                 used_bytes: u(usage.writable_layer_bytes),
                 inodes_used: u(usage.writable_layer_inodes),
