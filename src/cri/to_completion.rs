@@ -195,7 +195,10 @@ pub fn is_mutation(grpc: &str) -> bool {
 }
 
 /// Runs `call` as a task of its own in the caller's span and waits for it.
-/// A task that panicked is an `INTERNAL` error of `method`.
+/// A runtime that panicked in the call panics the caller that waits, as it
+/// would without this wrapper (the supervisor contains it: a pod worker is
+/// rebuilt and its panic recorded); a task cancelled by its runtime shutting
+/// down is an `INTERNAL` error of `method`.
 async fn complete<T: Send + 'static>(
     method: &'static str,
     call: impl Future<Output = CriResult<T>> + Send + 'static,
@@ -214,6 +217,7 @@ async fn complete<T: Send + 'static>(
     );
     match task.await {
         Ok(out) => out,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(e) => Err(CriError::new(
             method,
             Code::Internal,
