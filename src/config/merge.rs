@@ -271,14 +271,7 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 
 /// Sets an annotation, cloning the pod only if the value changes.
 fn set_annotation(pod: &mut Arc<Pod>, key: &str, value: &str) {
-    if pod
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
-        != Some(value)
-    {
+    if annotation(pod, key) != Some(value) {
         let annotations = Arc::make_mut(pod)
             .metadata
             .annotations

@@ -33,10 +33,6 @@ fn uids(pods: &[Arc<Pod>]) -> Vec<&str> {
     pods.iter().map(|p| p.metadata.uid.as_deref().unwrap()).collect()
 }
 
-fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
-    pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
-}
-
 /// `(removes, adds, updates, deletes, reconciles)` as UID lists.
 type Ops<'a> = [Vec<&'a str>; 5];
 

@@ -69,6 +69,14 @@ impl PodSyncStatus {
         }
     }
 
+    /// Terminating from now on (idempotent: the first request's time is kept).
+    fn mark_terminating(&mut self) {
+        if !self.kill_requested {
+            self.kill_requested = true;
+            self.terminating_at.get_or_insert_with(Instant::now);
+        }
+    }
+
     /// The state as seen from outside: a requested kill counts as terminating.
     pub fn effective_state(&self) -> WorkerState {
         match self.state {
@@ -193,22 +201,14 @@ impl PodSyncStatuses {
 
     /// Marks `uid` terminating now (idempotent; the first request's time is kept).
     pub fn request_kill(&self, uid: &PodUid, full_name: &str) {
-        self.update(uid, full_name, |s| {
-            if !s.kill_requested {
-                s.kill_requested = true;
-                s.terminating_at.get_or_insert_with(Instant::now);
-            }
-        });
+        self.update(uid, full_name, PodSyncStatus::mark_terminating);
     }
 
     /// [`request_kill`](Self::request_kill), keeping `kill` as the latest
     /// kill to run again should the worker running it be lost.
     pub fn record_kill(&self, uid: &PodUid, full_name: &str, kill: &UpdatePod) {
         self.update(uid, full_name, |s| {
-            if !s.kill_requested {
-                s.kill_requested = true;
-                s.terminating_at.get_or_insert_with(Instant::now);
-            }
+            s.mark_terminating();
             s.kill = Some(kill.clone());
         });
     }
