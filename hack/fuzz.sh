@@ -9,6 +9,11 @@
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz --locked`) and a nightly
 # toolchain; without nightly it uses the stable one with RUSTC_BOOTSTRAP=1.
+# The build is unoptimised and without a sanitizer by default (the crate is
+# safe Rust: what the fuzzers look for are panics, hangs and OOMs; an ASan
+# release build of the whole crate took over 30 min on two cores, this one
+# ~10): ACTLET_FUZZ_BUILD_FLAGS="--release --sanitizer address" for the
+# longer runs.
 # Longer runs: hack/fuzz.sh 600 static_manifest (then `cargo fuzz cmin` and
 # commit only a few new seeds).
 set -euo pipefail
@@ -27,13 +32,14 @@ if [ "${#targets[@]}" -eq 0 ]; then
     mapfile -t targets < <("${fuzz[@]}" list)
 fi
 
-"${fuzz[@]}" build
+read -ra build_flags <<<"${ACTLET_FUZZ_BUILD_FLAGS:---dev --sanitizer none}"
+"${fuzz[@]}" build "${build_flags[@]}"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 for target in "${targets[@]}"; do
     mkdir -p "$scratch/$target"
     log="$scratch/$target.log"
-    if ! "${fuzz[@]}" run "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
+    if ! "${fuzz[@]}" run "${build_flags[@]}" "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
         -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
         tail -n 60 "$log" >&2
         echo "fuzz: $target FAILED (the input is in fuzz/artifacts/$target/)" >&2

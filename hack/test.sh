@@ -63,11 +63,15 @@ cargo run --locked --quiet --example own_runtime
 step "cargo doc (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features testing
 
-# Optional: a short run of every fuzz target (fuzz/, hack/fuzz.sh) when
-# cargo-fuzz is installed; ACTLET_FUZZ_SECONDS per target (default 5).
+# A short run of every fuzz target (fuzz/, hack/fuzz.sh) when cargo-fuzz is
+# installed (.ci/run installs it and sets ACTLET_REQUIRE_FUZZ, so CI cannot
+# skip it); ACTLET_FUZZ_SECONDS per target (default 5).
 if cargo fuzz --version >/dev/null 2>&1; then
     step "fuzz: every target for ${ACTLET_FUZZ_SECONDS:-5} s (hack/fuzz.sh)"
     hack/fuzz.sh "${ACTLET_FUZZ_SECONDS:-5}"
+elif [ -n "${ACTLET_REQUIRE_FUZZ:-}" ]; then
+    echo "ERROR: ACTLET_REQUIRE_FUZZ is set but cargo-fuzz is not installed (cargo install cargo-fuzz --locked)" >&2
+    exit 1
 else
     echo "NOTE: cargo-fuzz not installed: fuzz targets not run (cargo install cargo-fuzz --locked; hack/fuzz.sh)" >&2
 fi
