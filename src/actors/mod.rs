@@ -63,6 +63,11 @@
 //! addresses from [`DeclaredChild`](supervisor::DeclaredChild)ren made
 //! before any spec.
 //!
+//! Each core kind named with `tests/chaos_actor_restarts.rs` below is killed
+//! twice more by `tests/chaos_actor_restarts_mid_wave.rs` (same test name
+//! stem, `…_killed_mid_wave`): while a wave of pods is starting and while it
+//! is stopping.
+//!
 //! | name in the tree | file | owns (shared handle) | receives | restart test |
 //! |---|---|---|---|---|
 //! | `root` | [`supervisor`] | children, restart windows, backoff | `StartChild`, `StopChild`, `KillChild`, `GetTree`, `Shutdown` | — (its failure ends the process: `tests/chaos_kill9.rs::kill_9_mid_sync_ten_times`) |

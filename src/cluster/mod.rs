@@ -20,6 +20,7 @@ pub mod coalesce;
 pub mod mirror_index;
 pub mod rate_limit;
 pub mod rotating_client;
+pub mod strategic_merge;
 pub mod watch_backoff;
 
 // The actors' internals: public for actlet's own wiring and tests, not part

@@ -1,96 +1,20 @@
-//! Pure: two-way strategic merge patches (apimachinery
-//! `CreateTwoWayMergePatch`) for what the kubelet writes on its Node.
-//!
-//! Maps are diffed key by key (`null` deletes); lists with a merge key
-//! (`conditions` and `addresses`, both keyed by `type`) are diffed element by
-//! element with `$setElementOrder/<list>` and `$patch: delete`; other lists
-//! are replaced whole.
+//! Pure: the `nodes/<name>/status` patch, the two-way strategic merge patch
+//! ([`crate::cluster::strategic_merge`], `NodeStatus`'s merge keys) from the
+//! API's status to the kubelet's. The kubelet owns the whole node status, so
+//! every field it no longer has is deleted.
 
 use serde_json::{Map, Value};
 
-/// The merge key of the list under `field`, if it has one.
-fn merge_key(field: &str) -> Option<&'static str> {
-    match field {
-        "conditions" | "addresses" => Some("type"),
-        _ => None,
-    }
-}
-
-/// The patch turning `original` into `modified` (objects); empty when equal.
-pub fn diff_objects(original: &Map<String, Value>, modified: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = Map::new();
-    for (k, new) in modified {
-        let Some(old) = original.get(k) else {
-            out.insert(k.clone(), new.clone());
-            continue;
-        };
-        if old == new {
-            continue;
-        }
-        match (old, new, merge_key(k)) {
-            (Value::Object(o), Value::Object(n), _) => {
-                let d = diff_objects(o, n);
-                if !d.is_empty() {
-                    out.insert(k.clone(), Value::Object(d));
-                }
-            }
-            (Value::Array(o), Value::Array(n), Some(key)) => {
-                let (order, items) = diff_keyed_list(o, n, key);
-                out.insert(format!("$setElementOrder/{k}"), Value::Array(order));
-                out.insert(k.clone(), Value::Array(items));
-            }
-            _ => {
-                out.insert(k.clone(), new.clone());
-            }
-        }
-    }
-    for k in original.keys() {
-        if !modified.contains_key(k) {
-            out.insert(k.clone(), Value::Null);
-        }
-    }
-    out
-}
-
-fn diff_keyed_list(original: &[Value], modified: &[Value], key: &str) -> (Vec<Value>, Vec<Value>) {
-    let key_of = |v: &Value| v.get(key).cloned().unwrap_or(Value::Null);
-    let order = modified
-        .iter()
-        .map(|n| Value::Object(Map::from_iter([(key.to_string(), key_of(n))])))
-        .collect();
-    let mut items = vec![];
-    for n in modified {
-        match original.iter().find(|o| key_of(o) == key_of(n)) {
-            None => items.push(n.clone()),
-            Some(o) if o == n => {}
-            Some(o) => match (o.as_object(), n.as_object()) {
-                (Some(om), Some(nm)) => {
-                    let mut d = diff_objects(om, nm);
-                    d.insert(key.to_string(), key_of(n));
-                    items.push(Value::Object(d));
-                }
-                _ => items.push(n.clone()),
-            },
-        }
-    }
-    for o in original {
-        if !modified.iter().any(|n| key_of(n) == key_of(o)) {
-            items.push(Value::Object(Map::from_iter([
-                ("$patch".to_string(), Value::String("delete".into())),
-                (key.to_string(), key_of(o)),
-            ])));
-        }
-    }
-    (order, items)
-}
+use crate::cluster::strategic_merge::{NODE_STATUS, two_way};
 
 /// The `nodes/<name>/status` patch from `original` to `modified` status
 /// (both as JSON): `{"status": {...}}`, or `None` when nothing differs.
 pub fn status_patch(original: &Value, modified: &Value) -> Option<Value> {
     let empty = Map::new();
-    let d = diff_objects(
+    let d = two_way(
         original.as_object().unwrap_or(&empty),
         modified.as_object().unwrap_or(&empty),
+        NODE_STATUS,
     );
     (!d.is_empty()).then(|| serde_json::json!({ "status": d }))
 }
@@ -135,5 +59,17 @@ mod tests {
         assert_eq!(p["status"]["$setElementOrder/addresses"], json!([{"type": "Hostname"}]));
         assert_eq!(p["status"]["images"], json!([2]));
         assert_eq!(status_patch(&new, &new), None);
+    }
+
+    #[test]
+    fn fields_the_node_no_longer_reports_are_deleted() {
+        let old = json!({"volumesInUse": ["kubernetes.io/csi/x"], "config": {"active": {}}});
+        let new = json!({"volumesInUse": []});
+        let p = status_patch(&old, &new).unwrap_or_default();
+        assert_eq!(
+            p,
+            json!({"status": {"volumesInUse": null}}),
+            "an empty `config` is no config"
+        );
     }
 }

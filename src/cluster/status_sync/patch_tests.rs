@@ -34,11 +34,24 @@ fn the_patch_carries_the_uid_and_the_condition_order() {
     let patch = status_patch("u1", None, &status);
     assert_eq!(patch["metadata"], json!({"uid": "u1"}));
     assert_eq!(patch["status"]["phase"], "Running");
+    // A list the API does not have yet goes whole, in its order (as
+    // `CreateTwoWayMergePatch` sends an added field); once the API has
+    // conditions, the order goes with the changes.
+    assert_eq!(patch["status"].get("$setElementOrder/conditions"), None);
+    assert_eq!(patch["status"]["conditions"][1]["type"], "Ready");
+    let mut api = status.clone();
+    if let Some(cs) = api.conditions.as_mut() {
+        cs[1].status = "False".into();
+    }
+    let patch = status_patch("u1", Some(&api), &status);
     assert_eq!(
         patch["status"]["$setElementOrder/conditions"],
         json!([{"type": "Initialized"}, {"type": "Ready"}])
     );
-    assert_eq!(patch["status"]["conditions"][1]["type"], "Ready");
+    assert_eq!(
+        patch["status"]["conditions"],
+        json!([{"type": "Ready", "status": "True"}])
+    );
 }
 
 #[test]
@@ -162,4 +175,20 @@ fn a_new_pod_ip_replaces_the_old_one_and_no_ip_keeps_it() {
     let gone = status(json!({"phase": "Succeeded"}));
     let diff = status_diff(Some(&api), &gone);
     assert!(!diff.contains_key("podIPs") && !diff.contains_key("podIP"), "{diff:?}");
+}
+
+#[test]
+fn fields_the_kubelet_does_not_own_stay_and_its_own_are_cleared() {
+    let api = status(json!({
+        "phase": "Running",
+        "nominatedNodeName": "other",
+        "message": "m",
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "qosClass": "BestEffort"
+    }));
+    let new = status(json!({"phase": "Failed"}));
+    assert_eq!(
+        Value::Object(status_diff(Some(&api), &new)),
+        json!({"phase": "Failed", "message": null, "conditions": null})
+    );
 }
