@@ -79,6 +79,7 @@ pub struct NodeBuilder {
     static_pod_url: Option<(String, Duration)>,
     custom_source: bool,
     pod_worker_threads: usize,
+    evented_pleg: bool,
 }
 
 impl NodeBuilder {
@@ -112,6 +113,13 @@ impl NodeBuilder {
         self
     }
 
+    /// Turns the `EventedPLEG` feature on: the PLEG follows the mock's
+    /// container events, the global relist runs every 300 s.
+    pub fn evented_pleg(mut self) -> Self {
+        self.evented_pleg = true;
+        self
+    }
+
     /// Starts the kubelet in the current actix `System`.
     pub fn start(self) -> Node {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
@@ -132,6 +140,7 @@ impl NodeBuilder {
             cfg.http_check_frequency = every;
         }
         cfg.pod_worker_threads = self.pod_worker_threads;
+        cfg.evented_pleg = self.evented_pleg;
         let clock = self.mock.clock().clone();
         cfg.wall_clock = WallClock(Arc::new(move || timestamp_from_system_time(clock.now())));
         let runtime = self.runtime.unwrap_or_else(|| Arc::new(self.mock.clone()));
@@ -165,6 +174,7 @@ impl Node {
             static_pod_url: None,
             custom_source: true,
             pod_worker_threads: 0,
+            evented_pleg: false,
         }
     }
 
