@@ -79,13 +79,12 @@ mod tests {
         let m = KubeletMetrics::new(default_buckets());
         let statuses = Arc::new(AtomicUsize::new(3));
         let read = statuses.clone();
-        m.attach_pod_tables(move || {
-            let mut s = PodTableSizes::default();
-            s.desired = 2;
-            s.statuses = read.load(Ordering::SeqCst);
-            s.pod_workers = 2;
-            s.restart_backoffs = 1;
-            s
+        m.attach_pod_tables(move || PodTableSizes {
+            desired: 2,
+            statuses: read.load(Ordering::SeqCst),
+            pod_workers: 2,
+            restart_backoffs: 1,
+            ..Default::default()
         });
         let text = m.encode();
         assert!(text.contains(&format!("# TYPE {POD_TABLE_ENTRIES} gauge")), "{text}");
