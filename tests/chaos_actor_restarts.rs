@@ -19,16 +19,19 @@
 //! housekeeping off for good, and restarting `pod-config` lost the merge
 //! state (the removed pod was never REMOVEd).
 
+#[path = "support/kill_child.rs"]
+mod kill_child;
 #[path = "support/system.rs"]
 mod support;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason, KillChild};
+use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::Runtime;
 use actlet::cri::mock::{Behaviour, MockRuntime};
 use actlet::cri::v1::{PodSandboxConfig, PodSandboxMetadata, PodSandboxState, RunPodSandboxRequest};
+use kill_child::kill_child;
 use support::{Node, pod, run_paused, uid_of};
 use tokio::time::{Instant, sleep};
 
@@ -69,13 +72,7 @@ spec:
     let sandboxes_before = node.calls("RunPodSandbox").len();
     let starts_before = node.calls("StartContainer").len();
 
-    node.kubelet
-        .root
-        .addr()
-        .send(KillChild(actor.into()))
-        .await
-        .expect("root reachable")
-        .unwrap_or_else(|e| panic!("kill {actor}: {e}"));
+    kill_child(&node.kubelet, actor).await;
     sleep(Duration::from_millis(50)).await;
 
     // The world changes around the restart.
@@ -224,13 +221,7 @@ fn node_conditions_restart_keeps_observers_informed() {
         sleep(Duration::from_secs(15)).await;
         let before = heard.lock().unwrap().len();
 
-        node.kubelet()
-            .root
-            .addr()
-            .send(KillChild("node-conditions".into()))
-            .await
-            .expect("root reachable")
-            .unwrap_or_else(|e| panic!("kill node-conditions: {e}"));
+        kill_child(node.kubelet(), "node-conditions").await;
         // Three update periods (10 s) of the new instance.
         sleep(Duration::from_secs(35)).await;
         let info = node.kubelet().tree().get("root/node-conditions").expect("in the tree");
@@ -287,13 +278,7 @@ fn sync_loop_restart_keeps_the_admission_totals() {
             .map(|n| mock.find_container(n, "app").expect("running").status.id)
             .collect();
 
-        node.kubelet()
-            .root
-            .addr()
-            .send(KillChild("sync-loop".into()))
-            .await
-            .expect("root reachable")
-            .unwrap_or_else(|e| panic!("kill sync-loop: {e}"));
+        kill_child(node.kubelet(), "sync-loop").await;
         sleep(Duration::from_millis(50)).await;
 
         node.set_pods(vec![pod("a"), pod("b"), pod("c")]);

@@ -7,7 +7,8 @@
 //!   mirror pods can only follow later);
 //! - after it returns: the API equals the runtime (tests/support/invariants.rs),
 //!   nothing lost or duplicated, the healthy pods untouched, node Ready again
-//!   and its Lease renewed.
+//!   and its Lease renewed; actlet's `/metrics` show no per-pod table holding
+//!   more than the pods it knows, and no actor restarted or exhausted.
 //!
 //! Needs `ACTLET_CRI_ENDPOINT` and `KUBEBUILDER_ASSETS` (SKIPPED loudly
 //! otherwise). `ACTLET_CHAOS_SOAK_MINUTES=N` repeats the outage for N minutes.
@@ -16,6 +17,8 @@
 mod chaos_node;
 #[path = "support/daemon.rs"]
 mod daemon;
+#[path = "support/daemon_metrics.rs"]
+mod daemon_metrics;
 #[path = "support/envtest.rs"]
 mod envtest;
 #[path = "support/invariants.rs"]
@@ -28,6 +31,8 @@ use invariants::Expect;
 
 /// How long the API server stays away.
 const OUTAGE: Duration = Duration::from_secs(60);
+/// No actor may have restarted (an API outage is an error actors handle).
+const NO_RESTARTS: daemon_metrics::Allowed<'static> = &[];
 
 /// The renew time of the node's Lease (the heartbeat).
 async fn heartbeat(node: &ChaosNode) -> Option<String> {
@@ -58,6 +63,8 @@ async fn apiserver_down_60s_with_churn() {
     let mut stable = healthy.clone();
     stable.push(node.mirror_name("static-keep"));
     let baseline = world.baseline(&stable);
+    node.settle_tables_and_actors("healthy pods running", &expect, NO_RESTARTS)
+        .await;
 
     invariants::rounds("apiserver_down_60s_with_churn", async |round| {
         let doomed = [format!("doomed-{round}-a"), format!("doomed-{round}-b")];
@@ -69,6 +76,8 @@ async fn apiserver_down_60s_with_churn() {
         node.write_static(&static_gone);
         expect.live.insert(node.mirror_name(&static_gone));
         node.converge("churn pods running", &expect, &baseline).await;
+        node.settle_tables_and_actors("churn pods running", &expect, NO_RESTARTS)
+            .await;
         let before = heartbeat(&node).await;
 
         // Churn right before the outage: deletions and creations in flight.
@@ -109,6 +118,8 @@ async fn apiserver_down_60s_with_churn() {
             );
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+        node.settle_tables_and_actors("after the outage", &expect, NO_RESTARTS)
+            .await;
         // Leave the next round a clean slate of static pods to churn.
         node.remove_static(&static_new);
         expect.live.remove(&node.mirror_name(&static_new));

@@ -10,13 +10,16 @@
 mod apiserver;
 #[path = "support/cluster.rs"]
 mod cluster;
+#[path = "support/kill_child.rs"]
+mod kill_child;
 
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason, KillChild};
+use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::mock::{Behaviour, MockRuntime};
 use apiserver::TestApiServer;
 use cluster::{NODE, bound_pod, eventually, node_condition, run, start_node};
+use kill_child::kill_child;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -46,13 +49,7 @@ async fn survives_restart_of(actor: &str) {
     })
     .await;
 
-    node.kubelet
-        .root
-        .addr()
-        .send(KillChild(actor.into()))
-        .await
-        .expect("root reachable")
-        .unwrap_or_else(|e| panic!("kill {actor}: {e}"));
+    kill_child(&node.kubelet, actor).await;
 
     // The cluster keeps changing around the restart.
     store

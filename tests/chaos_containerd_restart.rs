@@ -2,7 +2,10 @@
 //! 20 running pods of the real actlet binary (tests/support/chaos_node.rs)
 //! and started again with `hack/containerd/up.sh`; afterwards the pods run,
 //! no sandbox is duplicated, no healthy container was restarted (the shims
-//! outlive containerd) and the API's statuses equal the runtime.
+//! outlive containerd) and the API's statuses equal the runtime; actlet's
+//! `/metrics` show no per-pod table holding more than the pods it knows, and
+//! no actor restarted or exhausted (a runtime outage is an error actors
+//! handle, not a crash).
 //!
 //! Needs `ACTLET_CRI_ENDPOINT`, `KUBEBUILDER_ASSETS` and
 //! `ACTLET_CONTAINERD_DIR` naming the state dir of the containerd behind the
@@ -13,6 +16,8 @@
 mod chaos_node;
 #[path = "support/daemon.rs"]
 mod daemon;
+#[path = "support/daemon_metrics.rs"]
+mod daemon_metrics;
 #[path = "support/envtest.rs"]
 mod envtest;
 #[path = "support/invariants.rs"]
@@ -28,6 +33,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 const PODS: usize = 20;
+/// No actor may have restarted.
+const NO_RESTARTS: daemon_metrics::Allowed<'static> = &[];
 
 /// The state dir of the containerd behind the endpoint, or `None` (SKIPPED).
 fn containerd_dir(test: &str) -> Option<PathBuf> {
@@ -144,6 +151,8 @@ async fn containerd_restart_under_20_pods() {
     let world = node.converge("20 pods running", &expect, &Default::default()).await;
     let baseline = world.baseline(&names);
     assert_eq!(baseline.len(), PODS, "{}", world.describe());
+    node.settle_tables_and_actors("20 pods running", &expect, NO_RESTARTS)
+        .await;
 
     let _revive = Revive(dir.clone());
     invariants::rounds(TEST, async |round| {
@@ -161,6 +170,8 @@ async fn containerd_restart_under_20_pods() {
             .unwrap_or_else(|e| panic!("{e}"));
         node.note(format!("round {round}: containerd started again"));
         node.converge("after the containerd restart", &expect, &baseline).await;
+        node.settle_tables_and_actors("after the containerd restart", &expect, NO_RESTARTS)
+            .await;
     })
     .await;
 }

@@ -10,25 +10,17 @@
 //! stops where it was (the mock's call stays `InFlight`; over gRPC the
 //! drop cancels the request).
 
+#[path = "support/kill_child.rs"]
+mod kill_child;
 #[path = "support/system.rs"]
 mod support;
 
 use std::time::Duration;
 
-use actlet::actors::supervisor::KillChild;
 use actlet::cri::mock::{Behaviour, CallOutcome, Fault, MockRuntime};
+use kill_child::kill_child;
 use support::{Node, pod, run_paused, uid_of};
 use tokio::time::{Instant, sleep};
-
-async fn kill_pod_workers(node: &Node) {
-    node.kubelet
-        .root
-        .addr()
-        .send(KillChild("pod-workers".into()))
-        .await
-        .expect("root reachable")
-        .expect("pod-workers killed");
-}
 
 #[test]
 fn a_start_in_flight_when_the_workers_die_still_starts_the_container_once() {
@@ -47,7 +39,7 @@ spec:
             !n.calls("StartContainer").is_empty()
         })
         .await;
-        kill_pod_workers(&node).await;
+        kill_child(&node.kubelet, "pod-workers").await;
 
         node.wait_for("slow running", Duration::from_secs(30), |n| {
             n.phase(&uid) == "Running" && n.is_running(&uid, "app")
@@ -99,7 +91,7 @@ spec:
         })
         .await;
         sleep(Duration::from_secs(2)).await;
-        kill_pod_workers(&node).await;
+        kill_child(&node.kubelet, "pod-workers").await;
 
         node.wait_for("gone stopped", Duration::from_secs(3 * GRACE), |n| {
             !n.is_running(&uid, "stubborn")

@@ -6,7 +6,10 @@
 //! Afterwards the invariants of tests/support/invariants.rs hold: exactly one
 //! sandbox per live pod, no healthy container restarted (same id,
 //! restartCount 0), the API's statuses equal the runtime, every deleted pod
-//! is gone from the API and from the runtime, and the node is Ready.
+//! is gone from the API and from the runtime, and the node is Ready; and the
+//! last actlet's `/metrics` show no per-pod table holding more than the pods
+//! it knows, and no actor of its tree restarted or exhausted (each kill
+//! starts a new process, whose counters start at 0; nothing in it is killed).
 //!
 //! Needs `ACTLET_CRI_ENDPOINT` and `KUBEBUILDER_ASSETS` (SKIPPED loudly
 //! otherwise). `ACTLET_CHAOS_SOAK_MINUTES=N` repeats the ten kills for N minutes.
@@ -15,6 +18,8 @@
 mod chaos_node;
 #[path = "support/daemon.rs"]
 mod daemon;
+#[path = "support/daemon_metrics.rs"]
+mod daemon_metrics;
 #[path = "support/envtest.rs"]
 mod envtest;
 #[path = "support/invariants.rs"]
@@ -28,6 +33,8 @@ use invariants::Expect;
 
 const HEALTHY: usize = 4;
 const KILLS: u32 = 10;
+/// No actor of the running actlet may have restarted.
+const NO_RESTARTS: daemon_metrics::Allowed<'static> = &[];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_sync_ten_times() {
@@ -47,6 +54,8 @@ async fn kill_9_mid_sync_ten_times() {
         .await;
     let baseline = world.baseline(&healthy);
     assert_eq!(baseline.len(), HEALTHY, "{}", world.describe());
+    node.settle_tables_and_actors("healthy pods running", &expect, NO_RESTARTS)
+        .await;
 
     let mut churned: Vec<String> = Vec::new();
     invariants::rounds("kill_9_mid_sync_ten_times", async |round| {
@@ -70,6 +79,8 @@ async fn kill_9_mid_sync_ten_times() {
             node.spawn().await;
         }
         let world = node.converge("after the kills", &expect, &baseline).await;
+        node.settle_tables_and_actors("after the kills", &expect, NO_RESTARTS)
+            .await;
         node.note(format!("round {round}:\n{}", world.describe()));
         let live: BTreeSet<String> = world.pods.iter().map(|p| p.name.clone()).collect();
         assert_eq!(live, expect.live, "{}", world.describe());

@@ -9,16 +9,21 @@
 //! - liveness still guards: a probe that really fails restarts its
 //!   container, once.
 
+#[path = "support/kill_child.rs"]
+mod kill_child;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason, KillChild};
+use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::mock::{Behaviour, ExecResult, MockRuntime};
 use actlet::testing::{PodBuilder, TestNode, run_paused, wait_until};
 use k8s_openapi::api::core::v1::{ExecAction, Pod, PodStatus, Probe};
 use tokio::time::{Instant, sleep};
+
+use kill_child::kill_child;
 
 const T: Duration = Duration::from_secs(60);
 
@@ -132,13 +137,7 @@ fn probe_workers_restart_mid_probing_converges_and_restarts_nothing() {
         };
         assert_eq!((workers("u-steady"), workers("u-late")), (2, 2));
 
-        node.kubelet()
-            .root
-            .addr()
-            .send(KillChild("probe-workers".into()))
-            .await
-            .expect("root reachable")
-            .unwrap_or_else(|e| panic!("kill probe-workers: {e}"));
+        kill_child(node.kubelet(), "probe-workers").await;
         files.set("/late-ready", true);
 
         let start = Instant::now();

@@ -6,6 +6,8 @@
 //! container, no other actor restarts. Real time: the servers run on
 //! threads of their own.
 
+#[path = "support/kill_child.rs"]
+mod kill_child;
 #[path = "support/kubelet_api.rs"]
 mod kubelet_api;
 
@@ -14,9 +16,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason, KillChild};
+use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::mock::MockRuntime;
 use actlet::testing::{PodBuilder, TestNode, TestSystem, wait_until};
+use kill_child::kill_child;
 use kubelet_api::https;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -46,16 +49,6 @@ async fn node_serving(healthz: SocketAddr, api: SocketAddr) -> TestNode {
     ]);
     node.wait_for_phase("default", "web", "Running", WAIT).await.unwrap();
     node
-}
-
-async fn kill(node: &TestNode, actor: &str) {
-    node.kubelet()
-        .root
-        .addr()
-        .send(KillChild(actor.into()))
-        .await
-        .expect("root reachable")
-        .unwrap_or_else(|e| panic!("kill {actor}: {e}"));
 }
 
 /// Requests `url` with `client` every 20 ms until dropped, each on a new
@@ -133,7 +126,7 @@ fn healthz_killed_while_serving_answers_again_on_its_port() {
         let hammer = Hammer::start(reqwest::Client::new(), url.clone());
         wait_until(|| hammer.answered() >= 5, WAIT).await.unwrap();
 
-        kill(&node, "healthz").await;
+        kill_child(node.kubelet(), "healthz").await;
         let after_kill = hammer.answered();
         wait_until(|| hammer.answered() >= after_kill + 10, WAIT)
             .await
@@ -166,7 +159,7 @@ fn kubelet_api_killed_while_serving_answers_again_on_its_port() {
         let first = tokio::time::timeout(WAIT, follow.chunk()).await.expect("first line");
         assert_eq!(first.unwrap().as_deref(), Some(&b"first\n"[..]));
 
-        kill(&node, "kubelet-api").await;
+        kill_child(node.kubelet(), "kubelet-api").await;
         // The open stream is cut: it ends (or errors), it does not hang on
         // a server nobody owns any more.
         let cut = tokio::time::timeout(WAIT, async { while let Ok(Some(_)) = follow.chunk().await {} }).await;

@@ -14,6 +14,8 @@
 //! which holds the clock); the HTTP source on real time, against a local
 //! server that answers slowly so that a fetch is in flight at the kill.
 
+#[path = "support/kill_child.rs"]
+mod kill_child;
 #[path = "support/system.rs"]
 mod support;
 
@@ -23,10 +25,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason, KillChild};
+use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::mock::{Behaviour, MockRuntime};
 use actlet::cri::v1::PodSandboxState;
 use actlet::messages::PodUid;
+use kill_child::kill_child;
 use support::{Node, run_paused, run_real};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::sleep;
@@ -65,16 +68,6 @@ fn killed(node: &Node, name: &str) -> bool {
             .sandboxes(name)
             .iter()
             .all(|s| s.state() == PodSandboxState::SandboxNotready)
-}
-
-async fn kill(node: &Node, actor: &str) {
-    node.kubelet
-        .root
-        .addr()
-        .send(KillChild(actor.into()))
-        .await
-        .expect("root reachable")
-        .unwrap_or_else(|e| panic!("kill {actor}: {e}"));
 }
 
 /// Waits until `actor` was restarted `n` times (each after a kill) and runs.
@@ -153,7 +146,7 @@ fn file_source_restart_while_manifests_change_loses_nothing() {
             for _ in 0..round * 5 {
                 tokio::task::yield_now().await;
             }
-            kill(&node, "file-source").await;
+            kill_child(&node.kubelet, "file-source").await;
             // Well before the next periodic read (20 s): the new instance
             // reads the directory when it starts.
             node.wait_for(
@@ -200,7 +193,7 @@ fn file_source_restart_keeps_the_last_good_pod_of_a_broken_manifest() {
                 .any(|e| e.origin.ends_with("keep.yaml"))
         };
         node.wait_for("keep.yaml reported broken", WAIT, broken).await;
-        kill(&node, "file-source").await;
+        kill_child(&node.kubelet, "file-source").await;
         restarted(&node, "file-source", 1).await;
         // Three periodic reads of the broken file by the new instance.
         node.holds_for("keep desired and running", Duration::from_secs(65), |n| {
@@ -323,7 +316,7 @@ fn http_source_restart_while_the_pod_list_changes_loses_nothing() {
             let new = format!("new{round}");
             server.set(pod_list(&["keep", &new]));
             sleep(Duration::from_millis(50 * round)).await;
-            kill(&node, "http-source").await;
+            kill_child(&node.kubelet, "http-source").await;
             node.wait_for(&format!("{new} running, {previous} killed"), WAIT, |n| {
                 running(n, &format!("{new}-node-a")) && killed(n, &format!("{previous}-node-a"))
             })
@@ -352,7 +345,7 @@ fn http_source_restart_keeps_the_last_good_pods_of_a_broken_body() {
         server.set("apiVersion: v1\nkind: PodList\nitems: [\n".into());
         let broken = |n: &Node| n.kubelet.manifest_errors.get().iter().any(|e| e.origin == server.url);
         node.wait_for("the body reported broken", WAIT, broken).await;
-        kill(&node, "http-source").await;
+        kill_child(&node.kubelet, "http-source").await;
         restarted(&node, "http-source", 1).await;
         server.served_more(5).await;
         node.holds_for("keep desired and running", Duration::from_secs(3), |n| {

@@ -145,16 +145,24 @@ pub fn start_with(mut config: KubeletConfig, runtime: SharedRuntime, ext: Extens
     ));
     let (s, with_handles) = Shared::new(&config, runtime, metrics, in_flight, &ext);
     let tree = super::tree::declare(&config, &s, with_handles, ext)?;
-    s.metrics.attach(&config.node_name, s.cache.clone(), s.tree.clone());
-    report_exhausted_children(&s.tree, &s.events, &config.node_name);
-    let root = tree.root.start_root_in(s.tree.clone());
-    tracing::info!(node = %config.node_name, sources = ?tree.sources.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
     let tables = super::tables::Tables {
+        pods: s.pods.clone(),
+        statuses: s.statuses.clone(),
+        lifecycle: s.pod_sync_statuses.clone(),
+        cache: s.cache.clone(),
+        probes: s.probes.clone(),
+        tree: s.tree.clone(),
         manager: s.manager.clone(),
         volumes: s.volume_store.clone(),
         sync_state: s.sync_state.clone(),
         allocations: s.allocations.clone(),
     };
+    s.metrics.attach(&config.node_name, s.cache.clone(), s.tree.clone());
+    let scraped = tables.clone();
+    s.metrics.attach_pod_tables(move || scraped.sizes());
+    report_exhausted_children(&s.tree, &s.events, &config.node_name);
+    let root = tree.root.start_root_in(s.tree.clone());
+    tracing::info!(node = %config.node_name, sources = ?tree.sources.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "actlet started");
     Ok(Kubelet {
         root,
         pods: s.pods,

@@ -1,20 +1,39 @@
 //! [`PodTableSizes`]: how many pods each per-pod table of a running kubelet
 //! holds — the leak check of issue #10 ("after 1,000 pods come and go, the
-//! maps hold only the live pods"), for tests and `/debug`-style views.
+//! maps hold only the live pods"), for tests, and on `/metrics` as
+//! `actlet_pod_table_entries{table}` (see [`PodTableSizes::entries`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::handle::Kubelet;
+use crate::actors::supervisor::SupervisionTree;
 use crate::allocation::Allocations;
 use crate::kuberuntime::RuntimeManager;
+use crate::pleg::PodCache;
+use crate::pod_manager::PodManager;
+use crate::pod_workers::PodSyncStatuses;
+use crate::prober::store::ProbeStore;
+use crate::status::StatusCache;
 use crate::sync_loop::SyncLoopState;
 use crate::volumes::VolumeStore;
 
-/// The shared handles behind [`Kubelet::pod_table_sizes`] that the
-/// [`Kubelet`] does not expose as fields of its own.
+/// The shared handles of every per-pod table: what
+/// [`Kubelet::pod_table_sizes`] and `/metrics` count ([`Tables::sizes`]).
 #[derive(Clone)]
 pub(crate) struct Tables {
+    /// Desired pods.
+    pub pods: PodManager,
+    /// API statuses.
+    pub statuses: StatusCache,
+    /// Lifecycle records of the pod workers.
+    pub lifecycle: PodSyncStatuses,
+    /// The PLEG's cache.
+    pub cache: PodCache,
+    /// Probe results and probe worker progress.
+    pub probes: ProbeStore,
+    /// The supervision tree (the pod workers).
+    pub tree: SupervisionTree,
     /// The runtime manager (restart and image pull backoffs).
     pub manager: Arc<RuntimeManager>,
     /// Mounted volumes, per pod.
@@ -65,6 +84,34 @@ pub struct PodTableSizes {
     pub pod_workers: usize,
 }
 
+impl PodTableSizes {
+    /// Every table by name (its field's name), in declaration order: the
+    /// `table` label of `actlet_pod_table_entries` on `/metrics`.
+    ///
+    /// ```
+    /// let sizes = actlet::kubelet::PodTableSizes::default();
+    /// let names: Vec<&str> = sizes.entries().iter().map(|(name, _)| *name).collect();
+    /// assert_eq!(names[..4], ["desired", "statuses", "lifecycle", "runtime_cache"]);
+    /// assert!(sizes.entries().iter().all(|(_, n)| *n == 0));
+    /// ```
+    pub fn entries(&self) -> [(&'static str, usize); 12] {
+        [
+            ("desired", self.desired),
+            ("statuses", self.statuses),
+            ("lifecycle", self.lifecycle),
+            ("runtime_cache", self.runtime_cache),
+            ("probes", self.probes),
+            ("volumes", self.volumes),
+            ("admitted", self.admitted),
+            ("rejected", self.rejected),
+            ("pending_resizes", self.pending_resizes),
+            ("restart_backoffs", self.restart_backoffs),
+            ("image_backoffs", self.image_backoffs),
+            ("pod_workers", self.pod_workers),
+        ]
+    }
+}
+
 impl Kubelet {
     /// How many pods each per-pod table holds now (see [`PodTableSizes`]).
     ///
@@ -81,24 +128,30 @@ impl Kubelet {
     /// # });
     /// ```
     pub fn pod_table_sizes(&self) -> PodTableSizes {
-        let t = &self.tables;
+        self.tables.sizes()
+    }
+}
+
+impl Tables {
+    /// How many pods each table holds now.
+    pub(crate) fn sizes(&self) -> PodTableSizes {
         let (admitted, rejected) = {
-            let book = t.sync_state.lock();
+            let book = self.sync_state.lock();
             (book.admitted.len(), book.rejected.len())
         };
         PodTableSizes {
             desired: self.pods.len(),
             statuses: self.statuses.len(),
-            lifecycle: self.pod_sync_statuses.len(),
+            lifecycle: self.lifecycle.len(),
             runtime_cache: self.cache.len(),
             probes: self.probes.pods().len(),
-            volumes: t.volumes.uids().len(),
+            volumes: self.volumes.uids().len(),
             admitted,
             rejected,
-            pending_resizes: t.allocations.pending_uids().len(),
-            restart_backoffs: distinct_uids(t.manager.backoff().keys(), uid_of_restart_key),
-            image_backoffs: distinct_uids(t.manager.image_backoff().keys(), uid_of_image_key),
-            pod_workers: (self.tree().subtree("root/pod-workers").iter())
+            pending_resizes: self.allocations.pending_uids().len(),
+            restart_backoffs: distinct_uids(self.manager.backoff().keys(), uid_of_restart_key),
+            image_backoffs: distinct_uids(self.manager.image_backoff().keys(), uid_of_image_key),
+            pod_workers: (self.tree.subtree("root/pod-workers").iter())
                 .filter(|c| c.path.starts_with("root/pod-workers/pod-"))
                 .count(),
         }

@@ -15,7 +15,9 @@
 //!   `kubelet_running_pods`, `kubelet_running_containers{container_state}`,
 //!   `kubelet_node_name{node}`, and actlet's `actlet_actor_restarts_total{actor}`,
 //!   `actlet_actor_exhausted{actor}`, `actlet_actor_mailbox_depth{actor}` and
-//!   `actlet_actor_mailbox_capacity{actor}`.
+//!   `actlet_actor_mailbox_capacity{actor}`;
+//! - at scrape time, from the per-pod tables: actlet's
+//!   `actlet_pod_table_entries{table}` ([`super::pod_table_metrics`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -229,6 +231,15 @@ impl KubeletMetrics {
             cache,
             tree,
         }));
+    }
+
+    /// Adds `actlet_pod_table_entries{table}`, what `sizes` returns at each
+    /// scrape ([`super::pod_table_metrics`]).
+    pub fn attach_pod_tables(&self, sizes: impl Fn() -> crate::kubelet::PodTableSizes + Send + Sync + 'static) {
+        let mut registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        registry.register_collector(Box::new(super::pod_table_metrics::PodTableCollector::new(Box::new(
+            sizes,
+        ))));
     }
 
     /// Counts one runtime operation.

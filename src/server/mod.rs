@@ -14,6 +14,7 @@ pub mod logs;
 pub mod metrics;
 pub mod node_logs;
 pub mod pod_metrics;
+pub mod pod_table_metrics;
 pub mod routes;
 pub mod secure;
 pub mod stats;

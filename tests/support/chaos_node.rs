@@ -14,13 +14,21 @@
 //! directories are deleted; the API server goes with the [`EnvTest`].
 //! `ACTLET_SYSTEM_KEEP=1` keeps the temp dir (actlet's log included).
 //!
-//! Include after `daemon` (for the gate and `note`), `envtest` and `invariants`.
+//! After each convergence, [`ChaosNode::settle_tables_and_actors`] checks
+//! the daemon's own `/metrics` (its read-only port, unauthenticated, on
+//! 127.0.0.1): no per-pod table leaks, no actor restarted beyond what the
+//! scenario explains, none exhausted (tests/support/daemon_metrics.rs).
+//!
+//! Include after `daemon` (for the gate and `note`), `daemon_metrics`,
+//! `envtest` and `invariants`.
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use actlet::cri::{CriClient, Runtime, v1};
@@ -32,6 +40,7 @@ use nix::unistd::Pid;
 use tempfile::TempDir;
 
 use crate::daemon;
+use crate::daemon_metrics::{self, Allowed, Known, Scrape};
 use crate::envtest::EnvTest;
 use crate::invariants::{Baseline, Expect, PodView, World};
 
@@ -40,6 +49,11 @@ pub const BUSYBOX: &str = "docker.io/library/busybox:1.36";
 
 /// How long convergence may take (2 shared cores, 20 pods).
 pub const CONVERGE: Duration = Duration::from_secs(180);
+
+/// How long the tables and the tree may take to settle once the API and the
+/// runtime have converged (a deleted pod's watch event, its status forgotten,
+/// a PLEG relist after the GC removed a sandbox).
+pub const SETTLE: Duration = Duration::from_secs(60);
 
 /// A real actlet on real containerd against a real API server.
 pub struct ChaosNode {
@@ -53,6 +67,10 @@ pub struct ChaosNode {
     dir: TempDir,
     child: Option<Child>,
     healthz: u16,
+    /// The read-only port (`/metrics`) of the running actlet.
+    read_only: u16,
+    /// Pods created so far (API and static): the bound of the backoff tables.
+    created: AtomicUsize,
 }
 
 fn free_port() -> u16 {
@@ -112,6 +130,8 @@ impl ChaosNode {
             dir,
             child: None,
             healthz: 0,
+            read_only: 0,
+            created: AtomicUsize::new(0),
         };
         node.spawn().await;
         node.wait_node_ready("node Ready after start").await;
@@ -139,6 +159,8 @@ impl ChaosNode {
     pub async fn spawn(&mut self) {
         assert!(self.child.is_none(), "actlet already runs");
         self.healthz = free_port();
+        self.read_only = free_port();
+        let (read_only, port) = (self.read_only.to_string(), free_port().to_string());
         let log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -158,7 +180,11 @@ impl ChaosNode {
             .arg(self.dir.path().join("root"))
             .arg("--pod-manifest-path")
             .arg(self.manifest_dir())
-            .args(["--file-check-frequency", "1s", "--read-only-port", "0"])
+            // /metrics on the read-only port; both servers on loopback, and on
+            // ports of their own (not 10250, which another node may hold: its
+            // server would then exhaust its restarts, a violation here).
+            .args(["--file-check-frequency", "1s", "--address", "127.0.0.1"])
+            .args(["--read-only-port", &read_only, "--port", &port])
             .args(["--healthz-port", &self.healthz.to_string(), "-v", "2"])
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
@@ -222,6 +248,7 @@ impl ChaosNode {
 
     /// Creates the pod `name` bound to this node.
     pub async fn create_pod(&self, name: &str) {
+        self.created.fetch_add(1, Ordering::Relaxed);
         let pod: Pod = serde_json::from_value(pod_json(name, &self.node)).unwrap_or_else(|e| panic!("{e}"));
         self.pods()
             .create(&PostParams::default(), &pod)
@@ -239,6 +266,7 @@ impl ChaosNode {
 
     /// Writes the static pod `name` into the manifest directory.
     pub fn write_static(&self, name: &str) {
+        self.created.fetch_add(1, Ordering::Relaxed);
         let mut pod = pod_json(name, &self.node);
         pod["metadata"]["namespace"] = self.ns.clone().into();
         let yaml = serde_yaml_ng::to_string(&pod).unwrap_or_else(|e| panic!("{e}"));
@@ -347,6 +375,94 @@ impl ChaosNode {
                     }
                     tokio::time::sleep(Duration::from_millis(500)).await
                 }
+            }
+        }
+    }
+}
+
+impl ChaosNode {
+    // ------------------------------------------------------------ the daemon's /metrics
+
+    /// The running actlet's `/metrics` (its read-only port).
+    pub async fn scrape(&self) -> Result<Scrape, String> {
+        let url = format!("http://127.0.0.1:{}/metrics", self.read_only);
+        let resp = reqwest::Client::new()
+            .get(&url)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        if !resp.status().is_success() {
+            return Err(format!("GET {url}: {}", resp.status()));
+        }
+        let text = resp.text().await.map_err(|e| format!("GET {url}: {e}"))?;
+        Scrape::parse(&text)
+    }
+
+    /// How many pods the node should know now: the live ones of `expect`,
+    /// those and every pod with a sandbox in the runtime (any namespace:
+    /// the PLEG lists them all), and every pod created so far.
+    async fn known(&self, expect: &Expect) -> Result<Known, String> {
+        let world = self.world().await?;
+        let mut uids: BTreeSet<String> = (expect.live.iter())
+            .filter_map(|n| world.pod(n))
+            .map(|p| p.uid.clone())
+            .collect();
+        let sandboxes = self
+            .cri
+            .list_pod_sandbox(v1::ListPodSandboxRequest { filter: None })
+            .await
+            .map_err(|e| format!("ListPodSandbox: {e}"))?
+            .items;
+        uids.extend(
+            sandboxes
+                .iter()
+                .filter_map(|s| s.labels.get("io.kubernetes.pod.uid").cloned()),
+        );
+        Ok(Known {
+            live: expect.live.len(),
+            in_runtime: uids.len(),
+            ever: self.created.load(Ordering::Relaxed),
+        })
+    }
+
+    /// After a convergence: waits (at most [`SETTLE`]) until the daemon's
+    /// per-pod tables hold only the pods the node knows (no leak), no actor
+    /// is exhausted and none was restarted beyond `allowed` (the restarts the
+    /// scenario explains; the counters start at 0 with each actlet process);
+    /// panics with the violations, the scrape and the log otherwise.
+    pub async fn settle_tables_and_actors(&mut self, what: &str, expect: &Expect, allowed: Allowed<'_>) {
+        let start = Instant::now();
+        loop {
+            self.assert_alive();
+            // The runtime is read before the tables: a sandbox the GC removes
+            // in between is still counted, so a PLEG entry for it is no leak.
+            let (scrape, violations) = match self.known(expect).await {
+                Ok(known) => match self.scrape().await {
+                    Ok(scrape) => {
+                        let mut v = daemon_metrics::table_violations(&scrape.pod_tables(), &known);
+                        v.extend(daemon_metrics::supervision_violations(&scrape, allowed));
+                        (Some(scrape), v)
+                    }
+                    Err(e) => (None, vec![e]),
+                },
+                Err(e) => (None, vec![e]),
+            };
+            match scrape {
+                Some(scrape) if violations.is_empty() => {
+                    return self.note(format!(
+                        "{what}: tables and actors settled after {:.1?}: {}",
+                        start.elapsed(),
+                        daemon_metrics::summary(&scrape)
+                    ));
+                }
+                scrape if start.elapsed() > SETTLE => panic!(
+                    "{what}: leak or supervision violation, still after {SETTLE:?}:\n  {}\n{}\n{}",
+                    violations.join("\n  "),
+                    scrape.map(|s| daemon_metrics::summary(&s)).unwrap_or_default(),
+                    self.log_tail(60)
+                ),
+                _ => tokio::time::sleep(Duration::from_millis(500)).await,
             }
         }
     }
