@@ -14,15 +14,17 @@
 //! - nothing leaks: the lifecycle records shrink to the one live pod;
 //! - the supervisor restarted the actor twice and the root kept running.
 
+#[path = "support/kill_child.rs"]
+mod kill_child;
 #[path = "support/system.rs"]
 mod support;
 
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason, KillChild};
+use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::mock::{Behaviour, Fault, MockRuntime};
-use actlet::kubelet::Kubelet;
 use k8s_openapi::api::core::v1::Pod;
+use kill_child::kill_child;
 use support::{Node, pod, run_paused, uid_of};
 use tokio::time::{Instant, sleep};
 
@@ -30,16 +32,6 @@ const WAVE: usize = 10;
 const GRACE: u64 = 5;
 /// How long the mock takes for each sandbox and container create.
 const LATENCY: Duration = Duration::from_millis(400);
-
-async fn kill(kubelet: &Kubelet, actor: &str) {
-    kubelet
-        .root
-        .addr()
-        .send(KillChild(actor.into()))
-        .await
-        .expect("root reachable")
-        .unwrap_or_else(|e| panic!("kill {actor}: {e}"));
-}
 
 fn wave_pod(i: usize) -> Pod {
     pod(&format!(
@@ -84,7 +76,7 @@ spec:
     })
     .await;
     sleep(LATENCY / 4).await;
-    kill(&node.kubelet, actor).await;
+    kill_child(&node.kubelet, actor).await;
 
     node.wait_for("the whole wave running", Duration::from_secs(60), |n| {
         wave.iter()
@@ -121,7 +113,7 @@ spec:
         n.calls("StopContainer").len() > stops_before
     })
     .await;
-    kill(&node.kubelet, actor).await;
+    kill_child(&node.kubelet, actor).await;
     node.wait_for("the whole wave stopped", Duration::from_secs(60), |n| {
         wave.iter().all(|p| !n.is_running(&uid_of(p), "stubborn"))
     })
