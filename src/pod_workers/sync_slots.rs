@@ -12,7 +12,9 @@
 //! step (the nested CRI futures, boxed) exists for N pods only.
 //!
 //! # Guarantees
-//! - At most N sync steps are past [`SyncSlots::acquire`] at once.
+//! - At most N sync steps hold a turn at once (a step standing aside for a
+//!   pull holds none; a mutation that a dropped step left running in its
+//!   own task, `cri::to_completion`, no longer counts).
 //! - FIFO: permits are given in the order steps asked for them.
 //! - A wait is cancellable: the kill that cancels a sync step's token ends
 //!   its wait at once ([`SyncSlots::acquire`] returns `None`), so the kill
