@@ -256,6 +256,12 @@ pub struct KubeletFlags {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub pod_worker_threads: usize,
 
+    /// Pod sync steps in their runtime work (sandbox, images, containers) at
+    /// once (actlet only); the rest wait their turn in arrival order, kills
+    /// never wait; 0: unbounded.
+    #[arg(long, value_name = "N", default_value_t = crate::pod_workers::DEFAULT_MAX_CONCURRENT_POD_SYNCS)]
+    pub max_concurrent_pod_syncs: usize,
+
     /// Port of the authenticated HTTPS kubelet API (port); 0 disables it (actlet only).
     #[arg(long, value_name = "PORT", default_value_t = 10250)]
     pub port: u16,

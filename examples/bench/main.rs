@@ -153,6 +153,9 @@ struct CaseArgs {
     /// Arbiters the pod workers run on besides the main one.
     #[arg(long, default_value_t = 0)]
     worker_threads: usize,
+    /// `--max-concurrent-pod-syncs` of the kubelet (default: the kubelet's default; 0: unbounded).
+    #[arg(long)]
+    max_concurrent_pod_syncs: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -175,6 +178,7 @@ fn main() -> ExitCode {
                 work_dir: a.work_dir,
                 evented: a.evented,
                 worker_threads: a.worker_threads,
+                max_syncs: a.max_concurrent_pod_syncs,
             };
             match mock::run_case(case) {
                 Ok(()) => {
@@ -305,6 +309,7 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let case = |pods: usize, latency: bool, source: &str, runtime: &str, idle: u64, deadline: u64| mock::Case {
             evented: false,
             worker_threads: 0,
+            max_syncs: None,
             pods,
             latency,
             source: source.into(),

@@ -70,6 +70,8 @@ pub struct Case {
     pub evented: bool,
     /// Arbiters the pod workers run on besides the main one.
     pub worker_threads: usize,
+    /// The kubelet's `--max-concurrent-pod-syncs` (none: its default).
+    pub max_syncs: Option<usize>,
 }
 
 impl Case {
@@ -82,11 +84,12 @@ impl Case {
         } else {
             String::new()
         };
-        format!("p2.{}.{}.n{}{rt}{ev}{wt}", self.source, lat, self.pods)
+        let syncs = self.max_syncs.map_or(String::new(), |n| format!(".syncs{n}"));
+        format!("p2.{}.{}.n{}{rt}{ev}{wt}{syncs}", self.source, lat, self.pods)
     }
 
     pub fn args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "p2-case".into(),
             format!("--pods={}", self.pods),
             format!("--latency={}", if self.latency { "real" } else { "instant" }),
@@ -97,7 +100,11 @@ impl Case {
             format!("--work-dir={}", self.work_dir.display()),
             format!("--evented={}", self.evented),
             format!("--worker-threads={}", self.worker_threads),
-        ]
+        ];
+        if let Some(n) = self.max_syncs {
+            args.push(format!("--max-concurrent-pod-syncs={n}"));
+        }
+        args
     }
 }
 
@@ -142,6 +149,10 @@ pub fn run_case(c: Case) -> Result<()> {
         .with_ansi(false)
         .with_writer(Mutex::new(log))
         .init();
+    // The pod worker step futures of this build (a pod with a step in flight holds one).
+    for (name, bytes) in actlet::pod_workers::sync::step_future_sizes() {
+        eprintln!("  step future {name}: {bytes} B");
+    }
     let figures = actix_rt::System::new().block_on(case(c.clone()))?;
     let v = Value::Array(figures.iter().map(Figure::to_json).collect());
     println!("FIGURES {v}");
@@ -235,6 +246,13 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
     config.max_pods = c.pods as i64 + 10;
     config.evented_pleg = c.evented;
     config.pod_worker_threads = c.worker_threads;
+    if let Some(n) = c.max_syncs {
+        config.max_concurrent_pod_syncs = n;
+    }
+    cond.insert(
+        "max_concurrent_pod_syncs".into(),
+        json!(config.max_concurrent_pod_syncs),
+    );
     if c.source == "file" {
         config.static_pod_path = Some(dir.clone());
     } else {

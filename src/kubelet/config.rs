@@ -139,6 +139,16 @@ pub struct KubeletConfig {
     /// assert_eq!(c.pod_worker_threads, 0);
     /// ```
     pub pod_worker_threads: usize,
+    /// Pod sync steps in their runtime work at once (actlet only, no
+    /// upstream field: `--max-concurrent-pod-syncs`); 0: unbounded. The rest
+    /// wait in FIFO order; kills never wait. See
+    /// [`SyncSlots`](crate::pod_workers::SyncSlots).
+    ///
+    /// ```
+    /// # let mut c = actlet::KubeletConfig::new("node-a");
+    /// assert_eq!(c.max_concurrent_pod_syncs, actlet::pod_workers::DEFAULT_MAX_CONCURRENT_POD_SYNCS);
+    /// ```
+    pub max_concurrent_pod_syncs: usize,
     /// `maxPods` (110).
     ///
     /// ```
@@ -489,6 +499,7 @@ impl KubeletConfig {
             relist_period: crate::pleg::actor::RELIST_PERIOD,
             evented_pleg: false,
             pod_worker_threads: 0,
+            max_concurrent_pod_syncs: crate::pod_workers::DEFAULT_MAX_CONCURRENT_POD_SYNCS,
             max_pods: 110,
             runtime_health_period: crate::runtime_health::actor::DEFAULT_PERIOD,
             root_dir: PathBuf::from("/var/lib/kubelet"),

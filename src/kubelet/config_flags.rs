@@ -119,6 +119,7 @@ impl KubeletConfig {
             (flags.healthz_port != 0).then(|| SocketAddr::new(flags.healthz_bind_address, flags.healthz_port));
         c.server_addr = (flags.port != 0).then(|| SocketAddr::new(flags.address, flags.port));
         c.pod_worker_threads = flags.pod_worker_threads;
+        c.max_concurrent_pod_syncs = flags.max_concurrent_pod_syncs;
         c.cluster_dns = flags.cluster_dns.iter().filter(|s| !s.is_empty()).cloned().collect();
         c.cluster_domain = flags.cluster_domain.trim_end_matches('.').to_string();
         if flags.tls_cert_file.is_some() != flags.tls_private_key_file.is_some() {
@@ -288,6 +289,19 @@ mod tests {
         );
         let c = KubeletConfig::from_flags(&flags(&["--pod-worker-threads=2"]), "h").unwrap();
         assert_eq!(c.pod_worker_threads, 2);
+    }
+
+    #[test]
+    fn max_concurrent_pod_syncs_defaults_and_zero_is_unbounded() {
+        let c = KubeletConfig::from_flags(&flags(&[]), "h").unwrap();
+        assert_eq!(
+            c.max_concurrent_pod_syncs,
+            crate::pod_workers::DEFAULT_MAX_CONCURRENT_POD_SYNCS
+        );
+        let c = KubeletConfig::from_flags(&flags(&["--max-concurrent-pod-syncs=0"]), "h").unwrap();
+        assert_eq!(c.max_concurrent_pod_syncs, 0);
+        let c = KubeletConfig::from_flags(&flags(&["--max-concurrent-pod-syncs", "64"]), "h").unwrap();
+        assert_eq!(c.max_concurrent_pod_syncs, 64);
     }
 
     #[test]

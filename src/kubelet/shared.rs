@@ -54,6 +54,9 @@ pub(super) struct Shared {
     /// CRI mutations in flight per pod (`cri::to_completion`): a pod worker
     /// waits for its pod's before it reads the runtime.
     pub in_flight: crate::cri::to_completion::InFlight,
+    /// The turns of the pod sync steps (`--max-concurrent-pod-syncs`): one
+    /// semaphore for every pod worker, kept across their restarts.
+    pub sync_slots: crate::pod_workers::SyncSlots,
     /// Mirror pods (cluster mode).
     pub mirror_pods: MirrorPods,
     /// Probe results.
@@ -192,6 +195,7 @@ impl Shared {
             cache,
             pod_sync_statuses,
             in_flight,
+            sync_slots: crate::pod_workers::SyncSlots::new(config.max_concurrent_pod_syncs),
             mirror_pods,
             probes: crate::prober::store::ProbeStore::default(),
             events,
@@ -243,6 +247,7 @@ impl Shared {
             metrics: Some(self.metrics.pods().clone()),
             sync_statuses: self.pod_sync_statuses.clone(),
             in_flight: self.in_flight.clone(),
+            sync_slots: self.sync_slots.clone(),
         }
     }
 }

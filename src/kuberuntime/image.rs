@@ -250,6 +250,9 @@ impl RuntimeManager {
         };
         // A pull (queued behind others or running) is the one CRI call a
         // kill may abandon: it changes nothing a later sync relies on.
+        // The pod's sync turn is given back while the pull waits and runs
+        // (`SyncSlots`): pods whose images are present do not wait for it.
+        let pull = crate::pod_workers::sync_slots::step_aside(pull, cancel);
         let pulled = tokio::select! {
             pulled = pull => pulled,
             () = cancel.cancelled() => {

@@ -46,6 +46,9 @@ pub struct WorkerDeps {
     /// The CRI mutations in flight per pod: a step starts once its pod's
     /// have been answered (a predecessor killed mid-call may have left one).
     pub in_flight: crate::cri::to_completion::InFlight,
+    /// The bound on sync steps in their runtime work at once
+    /// (`--max-concurrent-pod-syncs`), shared by every worker.
+    pub sync_slots: super::SyncSlots,
 }
 
 impl std::fmt::Debug for WorkerDeps {

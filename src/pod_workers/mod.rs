@@ -5,6 +5,7 @@
 //! - [`manager::PodWorkers`]: creates a supervised worker per UID, routes
 //!   updates, forgets terminated workers;
 //! - [`pending::UpdateSlot`]: what a busy worker keeps of the updates it receives;
+//! - [`sync_slots::SyncSlots`]: how many sync steps run their runtime work at once;
 //! - [`work_queue::WorkQueue`]: when each pod is next due for a resync;
 //! - [`active_deadline`]: `spec.activeDeadlineSeconds`.
 
@@ -13,11 +14,13 @@ pub mod deps;
 pub mod manager;
 pub mod pending;
 pub mod sync;
+pub mod sync_slots;
 pub mod sync_statuses;
 pub mod work_queue;
 pub mod worker;
 
 pub use deps::WorkerDeps;
 pub use manager::{ForgetWorkers, GetWorkerStates, PodWorkers};
+pub use sync_slots::{DEFAULT_MAX_CONCURRENT_POD_SYNCS, SyncSlots};
 pub use sync_statuses::{PodSyncStatus, PodSyncStatuses};
 pub use worker::PodWorker;

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::active_deadline::{self, Deadline};
 use super::deps::WorkerDeps;
 use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
-use crate::kuberuntime::{PodSyncResult, SyncAction, SyncErrorReason, SyncPodOptions};
+use crate::kuberuntime::{PodSyncResult, RuntimeManager, SyncAction, SyncErrorReason, SyncPodOptions};
 use crate::messages::event::EventType;
 use crate::messages::pod_work::{KillOptions, KillStatus};
 use crate::messages::status::UpdatePodStatus;
@@ -197,7 +197,23 @@ fn is_terminal(status: &PodStatus) -> bool {
     matches!(status.phase.as_deref(), Some("Succeeded") | Some("Failed"))
 }
 
+/// What a sync step does after its status read and before the runtime.
+enum Before {
+    /// The pod is deleted or terminal: terminate it.
+    Terminate,
+    /// The pod is past its active deadline.
+    PastDeadline,
+    /// Sync it; sync again when its active deadline is reached.
+    Run(Option<Instant>),
+}
+
 /// A sync of a pod that should run (upstream `SyncPod`).
+///
+/// Its runtime work (sandbox, images, containers and the status read after
+/// them) waits for a turn of [`SyncSlots`](super::SyncSlots) and runs boxed:
+/// a step waiting for its turn (or for its status, cgroup or volumes) holds
+/// a small future, the nested CRI futures exist only for the steps that
+/// have a turn. A kill (`cancel`) ends the wait for a turn at once.
 pub async fn sync_pod(
     deps: &WorkerDeps,
     pod: &Arc<Pod>,
@@ -217,7 +233,7 @@ pub async fn sync_pod(
         terminated: false,
         retry_at: None,
     };
-    let status = match runtime_status(deps, pod, newer_than, resync).await {
+    let status = match Box::pin(runtime_status(deps, pod, newer_than, resync)).await {
         Ok(s) => s,
         Err(e) => {
             failed_sync(deps, pod, &e);
@@ -225,31 +241,39 @@ pub async fn sync_pod(
             return out;
         }
     };
-    let api = publish_status(deps, pod, &status, waiting, None, false);
-    let mut deadline_at = None;
-    if pod.metadata.deletion_timestamp.is_none() && !is_terminal(&api) {
-        match active_deadline::check(pod, &api, deps.wall_clock.now()) {
-            Deadline::Exceeded => {
-                out.terminate = Some(past_deadline(deps, pod, &status, waiting));
-                return out;
+    // The API status is not kept across the waits below.
+    let before = {
+        let api = publish_status(deps, pod, &status, waiting, None, false);
+        if pod.metadata.deletion_timestamp.is_some() || is_terminal(&api) {
+            Before::Terminate
+        } else {
+            match active_deadline::check(pod, &api, deps.wall_clock.now()) {
+                Deadline::Exceeded => Before::PastDeadline,
+                Deadline::In(left) => Before::Run(Some(Instant::now() + left)),
+                Deadline::None => Before::Run(None),
             }
-            Deadline::In(left) => deadline_at = Some(Instant::now() + left),
-            Deadline::None => {}
         }
-    }
-    if pod.metadata.deletion_timestamp.is_some() || is_terminal(&api) {
-        let grace = pod
-            .metadata
-            .deletion_grace_period_seconds
-            .map(|s| std::time::Duration::from_secs(s.max(0) as u64));
-        out.terminate = Some(KillOptions {
-            grace_period_override: grace,
-            status: None,
-        });
-        return out;
-    }
+    };
+    let deadline_at = match before {
+        Before::PastDeadline => {
+            out.terminate = Some(past_deadline(deps, pod, &status, waiting));
+            return out;
+        }
+        Before::Terminate => {
+            let grace = pod
+                .metadata
+                .deletion_grace_period_seconds
+                .map(|s| std::time::Duration::from_secs(s.max(0) as u64));
+            out.terminate = Some(KillOptions {
+                grace_period_override: grace,
+                status: None,
+            });
+            return out;
+        }
+        Before::Run(at) => at,
+    };
     // Upstream: the pod's cgroup exists, with its limits, before its sandbox.
-    if let Err(e) = deps.cgroups.ensure_pod(pod).await {
+    if let Err(e) = Box::pin(deps.cgroups.ensure_pod(pod)).await {
         deps.runtime.events().pod_event(
             pod,
             None,
@@ -264,21 +288,44 @@ pub async fn sync_pod(
         return out;
     }
     // Upstream: wait for the pod's volumes (bounded) before the runtime sync.
-    let volumes = match deps.volumes.prepare(pod).await {
+    let volumes = match Box::pin(deps.volumes.prepare(pod)).await {
         Ok(v) => v.map(Arc::new),
         Err(e) => {
             out.error = Some(format!("unable to attach or mount volumes: {e}"));
             return out;
         }
     };
+    // The runtime work takes a turn (issue #16 item 4c): at most
+    // `--max-concurrent-pod-syncs` pods are in it at once, in FIFO order.
+    let Some(turn) = deps.sync_slots.acquire(&cancel).await else {
+        // A kill arrived while this step waited: nothing was asked of the
+        // runtime; the kill runs next.
+        tracing::debug!(pod_uid = %pod_uid(pod), "sync given up while waiting for its turn: the pod is being killed");
+        return out;
+    };
     let options = SyncPodOptions {
         volumes,
         cancel,
         ..SyncPodOptions::default()
     };
+    let runtime_work = Box::pin(sync_runtime(deps, pod, &status, &options, deadline_at, out));
+    turn.hold_during(runtime_work).await
+}
+
+/// The runtime part of a sync step (the step holds a turn): the runtime
+/// manager's `SyncPod`, the pod cgroup after a resize, when to sync again,
+/// and the status read after whatever changed.
+async fn sync_runtime(
+    deps: &WorkerDeps,
+    pod: &Arc<Pod>,
+    status: &RuntimePodStatus,
+    options: &SyncPodOptions,
+    deadline_at: Option<Instant>,
+    mut out: StepOutcome,
+) -> StepOutcome {
     let result = deps
         .runtime
-        .sync_pod(pod, &status, &deps.probes.probe_view(&pod_uid(pod)), &options)
+        .sync_pod(pod, status, &deps.probes.probe_view(&pod_uid(pod)), options)
         .await;
     out.waiting = waiting_from(&result);
     // Resized containers: the pod cgroup follows (after them, so a smaller
@@ -296,7 +343,7 @@ pub async fn sync_pod(
             .is_some_and(|e| e.reason == SyncErrorReason::CrashLoopBackOff)
     });
     if in_backoff {
-        out.retry_at = deps.runtime.restart_backoff_expiry(pod, &status);
+        out.retry_at = deps.runtime.restart_backoff_expiry(pod, status);
     }
     let pulling = result.results.iter().any(|r| {
         r.error.as_ref().is_some_and(|e| {
@@ -323,6 +370,7 @@ pub async fn sync_pod(
         // per `syncFrequency` (~170 reads a second at 10k pods).
         return out;
     }
+    drop(result);
     match refresh(deps, pod).await {
         Ok(fresh) => {
             let api = publish_status(deps, pod, &fresh, &out.waiting, None, false);
@@ -397,6 +445,63 @@ pub async fn terminate_pod(
         Err(e) => out.error = out.error.or(Some(e)),
     }
     out
+}
+
+/// The size in bytes of the future `f` returns, without calling it (the
+/// state a spawned step holds from its first poll to its end).
+fn future_size<A, B, C, D, E, G, Fut: std::future::Future>(_: impl FnOnce(A, B, C, D, E, G) -> Fut) -> usize {
+    std::mem::size_of::<Fut>()
+}
+
+/// Like [`future_size`], for four arguments.
+fn future_size4<A, B, C, D, Fut: std::future::Future>(_: impl FnOnce(A, B, C, D) -> Fut) -> usize {
+    std::mem::size_of::<Fut>()
+}
+
+/// Like [`future_size`], for one argument.
+fn future_size1<A, Fut: std::future::Future>(_: impl FnOnce(A) -> Fut) -> usize {
+    std::mem::size_of::<Fut>()
+}
+
+/// Like [`future_size`], for two arguments.
+fn future_size2<A, B, Fut: std::future::Future>(_: impl FnOnce(A, B) -> Fut) -> usize {
+    std::mem::size_of::<Fut>()
+}
+
+/// Like [`future_size`], for five arguments.
+fn future_size5<A, B, C, D, E, Fut: std::future::Future>(_: impl FnOnce(A, B, C, D, E) -> Fut) -> usize {
+    std::mem::size_of::<Fut>()
+}
+
+/// The sizes in bytes of the pod worker step futures, by name, as this
+/// build lays them out (the benchmark prints them; issue #16: every pod
+/// with a step in flight holds one). Not part of the API.
+#[doc(hidden)]
+pub fn step_future_sizes() -> Vec<(&'static str, usize)> {
+    vec![
+        (
+            "pod_workers::worker::Step::run (spawned)",
+            future_size1(super::worker::Step::run),
+        ),
+        ("pod_workers::sync::sync_pod", future_size(sync_pod)),
+        (
+            "pod_workers::sync::sync_runtime (boxed, with a turn)",
+            future_size(sync_runtime),
+        ),
+        ("pod_workers::sync::terminate_pod", future_size5(terminate_pod)),
+        ("RuntimeManager::sync_pod", future_size5(RuntimeManager::sync_pod)),
+        ("RuntimeManager::kill_pod", future_size4(RuntimeManager::kill_pod)),
+        ("pod_workers::sync::runtime_status", future_size4(runtime_status)),
+        ("pod_workers::sync::refresh", future_size2(refresh)),
+        (
+            "ContainerManager::ensure_pod",
+            future_size2(crate::cm::ContainerManager::ensure_pod),
+        ),
+        (
+            "VolumeHandle::prepare",
+            future_size2(crate::volumes::VolumeHandle::prepare),
+        ),
+    ]
 }
 
 #[cfg(test)]

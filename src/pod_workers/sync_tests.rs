@@ -28,6 +28,7 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
         metrics: None,
         sync_statuses: Default::default(),
         in_flight: Default::default(),
+        sync_slots: Default::default(),
     }
 }
 

@@ -16,6 +16,9 @@
 //!   instance resumes from the caches (desired pod from the pod manager,
 //!   runtime state from the pod cache or the runtime), never from scratch, so
 //!   nothing already created is created twice.
+//! - A sync step's runtime work waits for a turn of the shared
+//!   [`SyncSlots`](super::SyncSlots) (`--max-concurrent-pod-syncs`); a kill
+//!   cancels that wait and never takes a turn itself.
 //! - A failed kill is retried every second until the pod is stopped.
 //! - A pod whose container is in restart backoff (`CrashLoopBackOff`) is
 //!   synced again when that backoff runs out.
@@ -36,7 +39,7 @@ use super::pending::{Offer, UpdateSlot};
 use super::sync::{StepOutcome, Waiting, sync_pod, terminate_pod};
 use crate::actors::supervisor::SupervisedRecipient;
 use crate::messages::PodUid;
-use crate::messages::pod_work::{PodWork, SyncFinished, SyncKind, UpdatePod};
+use crate::messages::pod_work::{KillOptions, PodWork, SyncFinished, SyncKind, UpdatePod};
 use crate::pod_manager::format_pod;
 
 /// Delay before a failed kill is tried again.
@@ -102,7 +105,7 @@ impl PodWorker {
 
     fn run(&mut self, update: UpdatePod, ctx: &mut Context<Self>) {
         let deps = self.deps.clone();
-        let mut newer_than = self.last_step;
+        let newer_than = self.last_step;
         // A periodic or event-triggered sync after a good step may use the
         // event-fed cache as it stands (`runtime_status`).
         let resync = self.last_ok && matches!(update.work, PodWork::Sync(SyncKind::Sync));
@@ -121,24 +124,18 @@ impl PodWorker {
             PodWork::Sync(SyncKind::Update) => "update",
             PodWork::Sync(SyncKind::Sync) => "sync",
         };
-        let uid = self.uid.to_string();
-        let step = async move {
-            // A predecessor killed mid-call may have left a mutation in
-            // flight: act on the runtime only once it has been answered.
-            if deps.in_flight.settled(&uid).await {
-                // ... and on a status read made after that answer.
-                newer_than = Some(Instant::now());
-            }
-            let began = std::time::Instant::now();
-            let out = match kill {
-                Some(k) => terminate_pod(&deps, &pod, newer_than, &k, &waiting).await,
-                None => sync_pod(&deps, &pod, newer_than, resync, &waiting, cancel).await,
-            };
-            if let Some(m) = &deps.metrics {
-                m.observe_sync(operation, began.elapsed());
-            }
-            out
-        };
+        let step = Step {
+            deps,
+            uid: self.uid.to_string(),
+            pod,
+            newer_than,
+            kill,
+            resync,
+            waiting,
+            cancel,
+            operation,
+        }
+        .run();
         let step = crate::cri::to_completion::for_pod(self.uid.to_string(), step);
         ctx.spawn(
             step.instrument(span)
@@ -194,6 +191,53 @@ impl PodWorker {
             }
             None => {}
         }
+    }
+}
+
+/// One step as the worker spawns it: what it needs, owned.
+pub(crate) struct Step {
+    deps: WorkerDeps,
+    uid: String,
+    pod: Arc<Pod>,
+    newer_than: Option<Instant>,
+    kill: Option<KillOptions>,
+    resync: bool,
+    waiting: Waiting,
+    cancel: tokio_util::sync::CancellationToken,
+    operation: &'static str,
+}
+
+impl Step {
+    /// Runs the step (the future every pod with a step in flight holds).
+    pub(crate) async fn run(self) -> StepOutcome {
+        let Self {
+            deps,
+            uid,
+            pod,
+            mut newer_than,
+            kill,
+            resync,
+            waiting,
+            cancel,
+            operation,
+        } = self;
+        // A predecessor killed mid-call may have left a mutation in
+        // flight: act on the runtime only once it has been answered.
+        if deps.in_flight.settled(&uid).await {
+            // ... and on a status read made after that answer.
+            newer_than = Some(Instant::now());
+        }
+        let began = std::time::Instant::now();
+        let out = match kill {
+            // Boxed: a kill is the rare branch, and no sync step should
+            // carry its state (sync steps are small, see `sync_pod`).
+            Some(k) => Box::pin(terminate_pod(&deps, &pod, newer_than, &k, &waiting)).await,
+            None => sync_pod(&deps, &pod, newer_than, resync, &waiting, cancel).await,
+        };
+        if let Some(m) = &deps.metrics {
+            m.observe_sync(operation, began.elapsed());
+        }
+        out
     }
 }
 
