@@ -27,11 +27,11 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason};
+use actlet::actors::supervisor::ChildState;
 use actlet::cri::Runtime;
 use actlet::cri::mock::{Behaviour, MockRuntime};
 use actlet::cri::v1::{PodSandboxConfig, PodSandboxMetadata, PodSandboxState, RunPodSandboxRequest};
-use kill_child::kill_child;
+use kill_child::{assert_restarted_after_kills, kill_child};
 use support::{Node, pod, run_paused, uid_of};
 use tokio::time::{Instant, sleep};
 
@@ -154,14 +154,7 @@ spec:
     })
     .await;
 
-    let info = node
-        .kubelet
-        .tree()
-        .get(&format!("root/{actor}"))
-        .expect("actor in the tree");
-    assert_eq!((info.state, info.restarts), (ChildState::Running, 1), "{actor}");
-    assert_eq!(info.last_failure.map(|f| f.reason), Some(ExitReason::Killed));
-    assert_eq!(node.kubelet.root.exit_reason(), None);
+    assert_restarted_after_kills(&node.kubelet, actor, 1);
 }
 
 macro_rules! chaos {

@@ -21,10 +21,9 @@ mod support;
 
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::mock::{Behaviour, Fault, MockRuntime};
 use k8s_openapi::api::core::v1::Pod;
-use kill_child::kill_child;
+use kill_child::{assert_restarted_after_kills, kill_child};
 use support::{Node, pod, run_paused, uid_of};
 use tokio::time::{Instant, sleep};
 
@@ -150,14 +149,7 @@ spec:
     })
     .await;
 
-    let info = node
-        .kubelet
-        .tree()
-        .get(&format!("root/{actor}"))
-        .expect("actor in the tree");
-    assert_eq!((info.state, info.restarts), (ChildState::Running, 2), "{actor}");
-    assert_eq!(info.last_failure.map(|f| f.reason), Some(ExitReason::Killed));
-    assert_eq!(node.kubelet.root.exit_reason(), None);
+    assert_restarted_after_kills(&node.kubelet, actor, 2);
 }
 
 macro_rules! chaos {

@@ -15,11 +15,10 @@ mod kill_child;
 
 use std::time::Duration;
 
-use actlet::actors::supervisor::{ChildState, ExitReason};
 use actlet::cri::mock::{Behaviour, MockRuntime};
 use apiserver::TestApiServer;
 use cluster::{NODE, bound_pod, eventually, node_condition, run, start_node};
-use kill_child::kill_child;
+use kill_child::{assert_restarted_after_kills, kill_child};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -76,14 +75,7 @@ async fn survives_restart_of(actor: &str) {
 
     assert_eq!(mock.calls_to("RunPodSandbox").len(), 2, "{actor}: one sandbox per pod");
     assert_eq!(mock.calls_to("StartContainer").len(), 2, "{actor}: one start per pod");
-    let info = node
-        .kubelet
-        .tree()
-        .get(&format!("root/{actor}"))
-        .expect("actor in the tree");
-    assert_eq!((info.state, info.restarts), (ChildState::Running, 1), "{actor}");
-    assert_eq!(info.last_failure.map(|f| f.reason), Some(ExitReason::Killed));
-    assert_eq!(node.kubelet.root.exit_reason(), None);
+    assert_restarted_after_kills(&node.kubelet, actor, 1);
 }
 
 macro_rules! chaos {

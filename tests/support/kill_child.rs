@@ -16,3 +16,13 @@ pub async fn kill_child(kubelet: &Kubelet, actor: &str) {
         .expect("root reachable")
         .unwrap_or_else(|e| panic!("kill {actor}: {e}"));
 }
+
+/// Asserts that `root/<actor>` of `kubelet` runs again after `times` kills
+/// (restarted that often, the last failure a kill) and that the root still runs.
+pub fn assert_restarted_after_kills(kubelet: &Kubelet, actor: &str, times: u64) {
+    use actlet::actors::supervisor::{ChildState, ExitReason};
+    let info = kubelet.tree().get(&format!("root/{actor}")).expect("actor in the tree");
+    assert_eq!((info.state, info.restarts), (ChildState::Running, times), "{actor}");
+    assert_eq!(info.last_failure.map(|f| f.reason), Some(ExitReason::Killed), "{actor}");
+    assert_eq!(kubelet.root.exit_reason(), None, "{actor}: the root stopped");
+}
