@@ -74,7 +74,7 @@ async fn wait_running(kubelet: &Kubelet, mut uids: Vec<PodUid>, deadline: Durati
     let t0 = Instant::now();
     while !uids.is_empty() && t0.elapsed() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        uids.retain(|u| !kubelet.statuses.get(u).is_some_and(|s| is_running_ready(&s.status)));
+        uids.retain(|u| !kubelet.statuses.status(u).is_some_and(|s| is_running_ready(&s)));
     }
     uids.is_empty()
 }

@@ -71,6 +71,22 @@ pub fn p2(figures: &[Figure]) -> Vec<Figure> {
             rss = rss.target_max(150.0, "<= 150 MiB");
         }
         out.push(rss);
+        if let Some(settled) = field("rss_settled") {
+            let mut f = Figure::new(
+                format!("{case}.kubelet_rss_settled"),
+                "MiB",
+                (settled - mock_state_mib).max(0.0),
+            )
+            .with(
+                "measure",
+                "VmRSS at the end of the idle window minus the mock's own state (as kubelet_rss)",
+            )
+            .with("mock_state_mib", mock_state_mib);
+            if targets {
+                f = f.target_max(150.0, "<= 150 MiB");
+            }
+            out.push(f);
+        }
         out.push(
             Figure::new(
                 format!("{case}.kubelet_mem_per_pod"),
@@ -111,6 +127,7 @@ mod tests {
             fig("p2.file.instant.n10000.evented.wall", 6.0),
             fig("p2.file.instant.n10000.evented.rss_after", 600.0),
             fig("p2.file.instant.n10000.evented.mem_per_pod", 60.0),
+            fig("p2.file.instant.n10000.evented.rss_settled", 450.0),
             fig("p2.file.real_lat.n10000.wall", 90.0),
             fig("p2.mock.instant.n10000.wall", 1.0),
             fig("p2.mock.instant.n10000.mem_per_pod", 35.0),
@@ -125,7 +142,11 @@ mod tests {
             Some(600.0 - mock_mib)
         );
         assert_eq!(get("p2.file.instant.n10000.evented.kubelet_mem_per_pod"), Some(25.0));
-        assert_eq!(out.len(), 3, "no floor for 1k, no figure for the real-latency case");
+        assert_eq!(
+            get("p2.file.instant.n10000.evented.kubelet_rss_settled"),
+            Some(450.0 - mock_mib)
+        );
+        assert_eq!(out.len(), 4, "no floor for 1k, no figure for the real-latency case");
         assert!(out.iter().all(|f| f.met() == Some(false) || f.met().is_none()));
     }
 }

@@ -159,6 +159,22 @@ pub fn run_case(c: Case) -> Result<()> {
     Ok(())
 }
 
+/// The heap this process uses, in MiB (glibc `mallinfo2`: `uordblks +
+/// hblkhd`; 0 elsewhere): what of its RSS is live allocations rather than
+/// free heap the allocator kept, code and stacks.
+fn heap_in_use_mib() -> f64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: `mallinfo2` takes no arguments and returns a plain struct.
+        let m = unsafe { nix::libc::mallinfo2() };
+        (m.uordblks + m.hblkhd) as f64 / 1048576.0
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        0.0
+    }
+}
+
 /// (VmRSS, VmHWM) of this process in MiB.
 pub fn self_rss_mib() -> (f64, f64) {
     let (rss, hwm) = rss_kib(std::process::id()).unwrap_or((0, 0));
@@ -305,28 +321,33 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
             errors: vec![],
         })?;
     }
-    let mut pending: Vec<usize> = (0..c.pods).collect();
-    let mut lat = Vec::with_capacity(c.pods);
-    // Polled every 10 ms while few pods are left, every 50 ms while many
-    // are: each poll reads every pending pod's status (it competes with the
+    // Polled from a thread of its own (not the kubelet's arbiter), every
+    // 10 ms while few pods are left, every 50 ms while many are: each poll
+    // reads every pending pod's status pointer (it still competes with the
     // kubelet for the same two cores).
-    while !pending.is_empty() && t0.elapsed() < c.deadline {
-        let every = if pending.len() > 1000 { 50 } else { 10 };
-        tokio::time::sleep(Duration::from_millis(every)).await;
-        let now = t0.elapsed().as_secs_f64();
-        pending.retain(|i| {
-            let ok = kubelet
-                .statuses
-                .get(&uids[*i])
-                .is_some_and(|s| is_running_ready(&s.status));
-            if ok {
-                lat.push(now);
-            }
-            !ok
-        });
-    }
+    let (statuses, deadline) = (kubelet.statuses.clone(), c.deadline);
+    let poll_uids = uids.clone();
+    let lat: Vec<f64> = tokio::task::spawn_blocking(move || {
+        let mut pending: Vec<usize> = (0..poll_uids.len()).collect();
+        let mut lat = Vec::with_capacity(poll_uids.len());
+        while !pending.is_empty() && t0.elapsed() < deadline {
+            let every = if pending.len() > 1000 { 50 } else { 10 };
+            std::thread::sleep(Duration::from_millis(every));
+            let now = t0.elapsed().as_secs_f64();
+            pending.retain(|i| {
+                let ok = statuses.status(&poll_uids[*i]).is_some_and(|s| is_running_ready(&s));
+                if ok {
+                    lat.push(now);
+                }
+                !ok
+            });
+        }
+        lat
+    })
+    .await?;
+    let pending_left = c.pods - lat.len();
     let wall = t0.elapsed().as_secs_f64();
-    let complete = pending.is_empty();
+    let complete = pending_left == 0;
     let start_calls = counting.counts();
     let total_calls: u64 = start_calls.iter().map(|(_, n)| n).sum::<u64>() - calls_before;
     if complete {
@@ -359,6 +380,8 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
         }
     }
     let idle_cpu = self_cpu_pct_since(cpu0, ti);
+    let (rss_settled, _) = self_rss_mib();
+    let heap_settled = heap_in_use_mib();
     let relist_ms: Vec<f64> = relists.into_values().collect();
     let (_, hwm) = self_rss_mib();
     let tree = kubelet.tree().snapshot();
@@ -400,6 +423,15 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
     out.push(f("peak_rss", "MiB", hwm).with("measure", "VmHWM of the whole process (kubelet + mock + bench)"));
     out.push(f("rss_before", "MiB", rss_before).with("measure", "VmRSS after start, 0 pods"));
     out.push(f("rss_after", "MiB", rss_after).with("measure", "VmRSS 2 s after all pods Running"));
+    out.push(
+        f("rss_settled", "MiB", rss_settled)
+            .with("measure", "VmRSS at the end of the idle window")
+            .with("window_s", window.as_secs()),
+    );
+    out.push(f("heap_in_use_settled", "MiB", heap_settled).with(
+        "measure",
+        "glibc mallinfo2 uordblks + hblkhd at the end of the idle window (kubelet + mock + bench)",
+    ));
     out.push(
         f("mem_per_pod", "KiB", (rss_after - rss_before) * 1024.0 / c.pods as f64)
             .with("measure", "(VmRSS after - VmRSS before) / pods; kubelet + mock state"),

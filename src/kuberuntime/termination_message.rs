@@ -42,11 +42,17 @@ pub fn container_dir(pods_dir: &Path, uid: &str, container: &str) -> PathBuf {
 /// The directory or the file cannot be created.
 pub async fn create_mount(dir: &Path, container_path: &str) -> std::io::Result<v1::Mount> {
     use std::os::unix::fs::PermissionsExt;
-    tokio::fs::create_dir_all(dir).await?;
     let host = dir.join(format!("{:08x}", rand::random::<u32>()));
-    tokio::fs::File::create(&host).await?;
-    // Explicitly, not through the umask: non-root users must be able to write.
-    tokio::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o666)).await?;
+    // One trip to the blocking pool (not one per call).
+    let (dir, file) = (dir.to_path_buf(), host.clone());
+    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        std::fs::create_dir_all(&dir)?;
+        std::fs::File::create(&file)?;
+        // Explicitly, not through the umask: non-root users must be able to write.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))
+    })
+    .await
+    .map_err(std::io::Error::other)??;
     Ok(v1::Mount {
         container_path: container_path.to_string(),
         host_path: host.to_string_lossy().into_owned(),

@@ -68,6 +68,27 @@ pub enum Rotation {
     Rotated,
 }
 
+/// The size of each log file in `paths`, in order (blocking: one `stat`
+/// each).
+pub fn log_sizes(paths: &[std::path::PathBuf]) -> Vec<std::io::Result<u64>> {
+    paths.iter().map(|p| std::fs::metadata(p).map(|m| m.len())).collect()
+}
+
+/// Whether a log whose `stat` gave `size` needs [`rotate_one`]: it reached
+/// the policy's size, is missing (the runtime reopens it), or could not be
+/// read (`rotate_one` reports why).
+///
+/// ```
+/// use actlet::logrotate::{LogRotatePolicy, is_due};
+/// let policy = LogRotatePolicy { max_size: 100, ..LogRotatePolicy::default() };
+/// assert!(!is_due(&Ok(99), &policy));
+/// assert!(is_due(&Ok(100), &policy));
+/// assert!(is_due(&Err(std::io::ErrorKind::NotFound.into()), &policy));
+/// ```
+pub fn is_due(size: &std::io::Result<u64>, policy: &LogRotatePolicy) -> bool {
+    !matches!(size, Ok(n) if *n < policy.max_size)
+}
+
 /// Upstream `rotateLog` for one container, blocking file work plus the
 /// runtime's reopen (`reopen`, async): see [`files`].
 pub async fn rotate_one<F, Fut>(
@@ -127,6 +148,28 @@ mod tests {
             max_files: 3,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_batch_stat_reads_each_size_in_order_and_marks_what_is_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let (small, big, missing) = (
+            dir.path().join("a.log"),
+            dir.path().join("b.log"),
+            dir.path().join("c.log"),
+        );
+        std::fs::write(&small, [0u8; 10]).unwrap();
+        std::fs::write(&big, [0u8; 200]).unwrap();
+        let sizes = log_sizes(&[big.clone(), missing, small]);
+        assert_eq!(sizes.len(), 3);
+        assert_eq!(sizes[0].as_ref().ok(), Some(&200));
+        assert_eq!(
+            sizes[1].as_ref().map_err(|e| e.kind()).err(),
+            Some(std::io::ErrorKind::NotFound)
+        );
+        assert_eq!(sizes[2].as_ref().ok(), Some(&10));
+        let due: Vec<bool> = sizes.iter().map(|s| is_due(s, &policy(100))).collect();
+        assert_eq!(due, [true, true, false]);
     }
 
     #[tokio::test]

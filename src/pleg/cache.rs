@@ -72,6 +72,8 @@ pub struct PodCache {
     requests: Arc<RelistRequests>,
     /// The runtime's container events keep the cache current ([`PodCache::events_live`]).
     events_live: Arc<AtomicBool>,
+    /// Bumped whenever an entry is stored or removed ([`PodCache::generation`]).
+    generation: Arc<AtomicU64>,
 }
 
 /// How many pods may wait for a targeted relist at once; further requests
@@ -82,10 +84,21 @@ pub const MAX_PENDING_RELISTS: usize = 65_536;
 /// for a pod already waiting coalesce). Shared, so they outlive a PLEG restart.
 #[derive(Debug, Default)]
 struct RelistRequests {
-    /// uid → (name, namespace).
-    pending: Mutex<HashMap<PodUid, (String, String)>>,
+    pending: Mutex<HashMap<PodUid, RelistRequest>>,
     wake: Notify,
     dropped: AtomicU64,
+}
+
+/// A pending targeted relist of one pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelistRequest {
+    /// The pod's name (empty when the requester did not know it).
+    pub name: String,
+    /// The pod's namespace.
+    pub namespace: String,
+    /// When it was last asked for: a cache entry read strictly after this
+    /// already holds whatever the requests were about.
+    pub at: Instant,
 }
 
 impl Default for PodCache {
@@ -108,6 +121,7 @@ impl PodCache {
             global: Arc::new(tx),
             requests: Arc::default(),
             events_live: Arc::default(),
+            generation: Arc::default(),
         }
     }
 
@@ -124,24 +138,58 @@ impl PodCache {
     /// cache.request_relist(&uid, "web", "default"); // coalesced
     /// let wanted = cache.take_relist_requests();
     /// assert_eq!(wanted.len(), 1);
-    /// assert_eq!(wanted[&uid], ("web".to_string(), "default".to_string()));
+    /// assert_eq!((wanted[&uid].name.as_str(), wanted[&uid].namespace.as_str()), ("web", "default"));
     /// assert!(cache.take_relist_requests().is_empty());
     /// ```
     pub fn request_relist(&self, uid: &PodUid, name: &str, namespace: &str) {
+        let now = Instant::now();
         let mut pending = self.requests.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if !pending.contains_key(uid) {
-            if pending.len() >= MAX_PENDING_RELISTS {
-                self.requests.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
+        match pending.get_mut(uid) {
+            // Coalesced: the read must come after the latest request.
+            Some(request) => request.at = request.at.max(now),
+            None => {
+                if pending.len() >= MAX_PENDING_RELISTS {
+                    self.requests.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                let request = RelistRequest {
+                    name: name.to_string(),
+                    namespace: namespace.to_string(),
+                    at: now,
+                };
+                pending.insert(uid.clone(), request);
             }
-            pending.insert(uid.clone(), (name.to_string(), namespace.to_string()));
         }
         drop(pending);
         self.requests.wake.notify_one();
     }
 
-    /// Takes every pending relist request: uid → (name, namespace).
-    pub fn take_relist_requests(&self) -> HashMap<PodUid, (String, String)> {
+    /// The status of `uid` if its entry was read strictly after `at` and
+    /// holds no error: what a targeted relist asked for at `at` would read
+    /// (the PLEG then uses it instead of reading the runtime again).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use tokio::time::Instant;
+    /// # use actlet::kuberuntime::pod_status::RuntimePodStatus;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// let asked = Instant::now();
+    /// let status = Arc::new(RuntimePodStatus::empty("u1".into(), "web", "default"));
+    /// cache.set("u1".into(), Some(status.clone()), None, asked);
+    /// assert!(cache.read_after(&"u1".into(), asked).is_none(), "read at the same instant: maybe before the change");
+    /// cache.set("u1".into(), Some(status), None, asked + Duration::from_millis(1));
+    /// assert!(cache.read_after(&"u1".into(), asked).is_some());
+    /// ```
+    pub fn read_after(&self, uid: &PodUid, at: Instant) -> Option<Arc<RuntimePodStatus>> {
+        let entry = self.pods.get(uid)?;
+        (entry.modified > at && entry.error.is_none())
+            .then(|| entry.status.clone())
+            .flatten()
+    }
+
+    /// Takes every pending relist request.
+    pub fn take_relist_requests(&self) -> HashMap<PodUid, RelistRequest> {
         std::mem::take(&mut *self.requests.pending.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
@@ -246,6 +294,7 @@ impl PodCache {
             };
         }
         drop(entry);
+        self.generation.fetch_add(1, Ordering::Release);
         self.global.send_modify(|_| {});
     }
 
@@ -259,7 +308,23 @@ impl PodCache {
     /// assert!(cache.get(&"u1".into()).is_none());
     /// ```
     pub fn delete(&self, uid: &PodUid) {
-        self.pods.remove(uid);
+        if self.pods.remove(uid).is_some() {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// A number that changes whenever an entry is stored or removed (the
+    /// sync loop's housekeeping skips a pass when none of its inputs moved).
+    ///
+    /// ```
+    /// # use tokio::time::Instant;
+    /// let cache = actlet::pleg::PodCache::new();
+    /// let g = cache.generation();
+    /// cache.set("u1".into(), None, None, Instant::now());
+    /// assert_ne!(cache.generation(), g);
+    /// ```
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Drops the entries that say "nothing in the runtime" (no sandbox, no
@@ -289,6 +354,7 @@ impl PodCache {
         if self.global_time().is_none_or(|g| g < global) {
             return;
         }
+        let before = self.pods.len();
         self.pods.retain(|_, e| {
             let nothing = e.error.is_none()
                 && e.status
@@ -296,6 +362,9 @@ impl PodCache {
                     .is_none_or(|s| s.sandboxes.is_empty() && s.containers.is_empty());
             !(nothing && e.modified <= global)
         });
+        if self.pods.len() != before {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Declares that, as of `t`, every pod's entry is current (set after a

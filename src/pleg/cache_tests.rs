@@ -127,3 +127,32 @@ async fn older_write_never_replaces_newer() {
     assert_eq!(e.modified, t1);
     assert!(e.status.is_some());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_request_is_answered_only_by_a_read_after_its_latest_repeat() {
+    let cache = PodCache::new();
+    let uid: PodUid = "u1".into();
+    cache.request_relist(&uid, "p", "default");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let between = Instant::now();
+    cache.set(uid.clone(), Some(status("u1")), None, between);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    cache.request_relist(&uid, "p", "default"); // coalesced, later
+    let wanted = cache.take_relist_requests();
+    let request = &wanted[&uid];
+    assert!(request.at > between, "the repeat moved the request's time");
+    assert!(
+        cache.read_after(&uid, request.at).is_none(),
+        "the read in between does not answer the later request"
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    cache.set(uid.clone(), None, Some("ListContainers failed".into()), Instant::now());
+    assert!(
+        cache.read_after(&uid, request.at).is_none(),
+        "a failed read answers nothing"
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    cache.set(uid.clone(), Some(status("u1")), None, Instant::now());
+    assert!(cache.read_after(&uid, request.at).is_some());
+    assert!(cache.read_after(&"u2".into(), request.at).is_none());
+}

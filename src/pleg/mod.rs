@@ -19,5 +19,5 @@ pub mod records;
 pub mod watch;
 
 pub use actor::Pleg;
-pub use cache::{CacheEntry, PodCache};
+pub use cache::{CacheEntry, PodCache, RelistRequest};
 pub use health::{EventedPlegMetrics, PlegHealthHandle};

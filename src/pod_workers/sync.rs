@@ -140,18 +140,16 @@ pub fn publish_status(
     pod_is_terminal: bool,
 ) -> PodStatus {
     let uid = pod_uid(pod);
-    let previous = deps.statuses.get(&uid);
+    let previous = deps.statuses.status(&uid);
     deps.probes.seed_from(
         &uid,
         previous
-            .as_ref()
-            .map_or(pod.status.as_ref().unwrap_or(&PodStatus::default()), |v| {
-                v.status.as_ref()
-            }),
+            .as_deref()
+            .unwrap_or(pod.status.as_ref().unwrap_or(&PodStatus::default())),
     );
     let (readiness, started) = (deps.probes.readiness(&uid), deps.probes.started(&uid));
     let input = StatusInput {
-        previous: previous.as_ref().map(|v| v.status.as_ref()),
+        previous: previous.as_deref(),
         waiting,
         readiness: &readiness,
         started: &started,

@@ -116,6 +116,9 @@ pub struct PodSyncStatuses(Arc<Mutex<Records>>);
 struct Records {
     by_uid: HashMap<PodUid, PodSyncStatus>,
     by_name: HashMap<String, Vec<PodUid>>,
+    /// Bumped when a record is added or removed or its effective state
+    /// changes ([`PodSyncStatuses::generation`]).
+    generation: u64,
 }
 
 impl Records {
@@ -138,8 +141,11 @@ impl Records {
     /// Runs `f` on an existing record, keeping the name index in step.
     fn with<R>(&mut self, uid: &PodUid, f: impl FnOnce(&mut PodSyncStatus) -> R) -> Option<R> {
         let entry = self.by_uid.get_mut(uid)?;
-        let before = entry.full_name.clone();
+        let (before, state) = (entry.full_name.clone(), entry.effective_state());
         let out = f(entry);
+        if entry.effective_state() != state {
+            self.generation += 1;
+        }
         if entry.full_name != before {
             let after = entry.full_name.clone();
             self.unindex(&before, uid);
@@ -171,6 +177,7 @@ impl PodSyncStatuses {
                 .by_uid
                 .insert(uid.clone(), PodSyncStatus::new(full_name.to_string()));
             records.index(full_name, uid);
+            records.generation += 1;
         }
         records.with(uid, f).expect("the record exists: inserted above")
     }
@@ -257,7 +264,24 @@ impl PodSyncStatuses {
         let mut records = self.lock();
         let removed = records.by_uid.remove(uid)?;
         records.unindex(&removed.full_name, uid);
+        records.generation += 1;
         Some(removed)
+    }
+
+    /// A number that changes whenever a record is added or removed or a
+    /// pod's [effective state](PodSyncStatus::effective_state) changes —
+    /// what [`states`](Self::states) shows (the sync loop's housekeeping
+    /// skips a pass when none of its inputs moved).
+    ///
+    /// ```
+    /// use actlet::pod_workers::PodSyncStatuses;
+    /// let statuses = PodSyncStatuses::default();
+    /// let g = statuses.generation();
+    /// statuses.request_kill(&"u1".into(), "ns/web");
+    /// assert_ne!(statuses.generation(), g);
+    /// ```
+    pub fn generation(&self) -> u64 {
+        self.lock().generation
     }
 
     /// Number of records.
@@ -294,6 +318,29 @@ impl PodSyncStatuses {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_generation_moves_with_membership_and_effective_state_only() {
+        let statuses = PodSyncStatuses::default();
+        let uid: PodUid = "u1".into();
+        let g0 = statuses.generation();
+        statuses.update(&uid, "ns/web", |_| ());
+        let g1 = statuses.generation();
+        assert_ne!(g1, g0, "a new record");
+        statuses.update(&uid, "ns/web", |_| ());
+        statuses.set_state(&uid, WorkerState::Syncing);
+        assert_eq!(statuses.generation(), g1, "nothing housekeeping reads changed");
+        statuses.request_kill(&uid, "ns/web");
+        let g2 = statuses.generation();
+        assert_ne!(g2, g1, "Syncing -> Terminating");
+        statuses.set_state(&uid, WorkerState::Terminating);
+        assert_eq!(statuses.generation(), g2, "already terminating");
+        statuses.set_state(&uid, WorkerState::Terminated);
+        let g3 = statuses.generation();
+        assert_ne!(g3, g2);
+        statuses.remove(&uid);
+        assert_ne!(statuses.generation(), g3, "removed");
+    }
 
     #[test]
     fn a_requested_kill_reads_as_terminating_until_the_worker_reports_terminated() {

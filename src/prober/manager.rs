@@ -202,12 +202,12 @@ impl ProberManager {
         self.seen = Some(generations);
         self.last_full = Some(tokio::time::Instant::now());
         let pods = self.deps.pods.pods();
-        let statuses: Vec<_> = pods.iter().map(|d| self.deps.statuses.get(&pod_uid(&d.pod))).collect();
-        let existing = self.existing();
-        let inputs = pods
+        let statuses: Vec<_> = pods
             .iter()
-            .zip(&statuses)
-            .map(|(d, s)| (d.pod.as_ref(), s.as_ref().map(|v| v.status.as_ref())));
+            .map(|d| self.deps.statuses.status(&pod_uid(&d.pod)))
+            .collect();
+        let existing = self.existing();
+        let inputs = pods.iter().zip(&statuses).map(|(d, s)| (d.pod.as_ref(), s.as_deref()));
         let desired = desired_workers(inputs, &existing);
         for key in desired.iter().filter(|k| !existing.contains(k)) {
             self.start_worker(key);

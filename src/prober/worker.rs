@@ -189,11 +189,11 @@ impl ProbeWorker {
         let Some((pod, container, probe)) = self.spec() else {
             return; // the manager stops workers whose pod or probe is gone
         };
-        let Some(status) = self.deps.statuses.get(&self.uid) else {
+        let Some(status) = self.deps.statuses.status(&self.uid) else {
             return;
         };
         let timing = ProbeTiming::of(&probe);
-        let seen = self.observe(&pod, &container, &status.status);
+        let seen = self.observe(&pod, &container, &status);
         let store = self.deps.store.clone();
         let mut progress = store.progress(&self.uid, &self.container, self.kind);
         let (turn, ops) = before_probe(self.kind, &timing, &mut progress, &seen);
@@ -208,7 +208,7 @@ impl ProbeWorker {
                 store.remove_worker(&self.uid, &self.container, self.kind);
                 ctx.stop();
             }
-            Turn::Probe(id) => self.spawn_probe(ctx, pod, container, probe, timing, id, status.status.pod_ip.clone()),
+            Turn::Probe(id) => self.spawn_probe(ctx, pod, container, probe, timing, id, status.pod_ip.clone()),
         }
     }
 

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::WatchStream;
 
 use super::dispatch::{Desired, plan, pods_to_sync};
-use super::housekeeping::cleanup;
+use super::housekeeping::{Inputs, SkipWhenUnchanged, cleanup};
 use super::state::SyncLoopState;
 use crate::actors::supervisor::{ChildRef, SupervisedRecipient};
 use crate::admission::{NodeAllocatable, Rejection, Usage, admit_supplemental_groups_policy, admit_with};
@@ -122,6 +122,9 @@ pub struct SyncLoop {
     queue: crate::pod_workers::work_queue::WorkQueue,
     deferred: HashMap<PodUid, SyncKind>,
     allocations: crate::allocation::Allocations,
+    /// When housekeeping may skip a pass (a restart loses it: the next pass
+    /// is a full one).
+    housekeeping_skip: SkipWhenUnchanged,
 }
 
 impl SyncLoop {
@@ -153,6 +156,7 @@ impl SyncLoop {
             heartbeat,
             gate: HealthGate::new(),
             queue: Default::default(),
+            housekeeping_skip: SkipWhenUnchanged::default(),
             deferred: HashMap::new(),
             allocations: Default::default(),
         }
@@ -369,15 +373,26 @@ impl SyncLoop {
         }
         // Read synchronously from the one owner of pod lifecycle state: no
         // ask that can fail, no window in which a kill is not yet visible.
-        let states = self.statuses.states();
-        self.cleanup(states);
+        let inputs = Inputs {
+            pods: self.pods.generation(),
+            runtime: self.cache.generation(),
+            workers: self.statuses.generation(),
+        };
+        let now = tokio::time::Instant::now();
+        if !self.housekeeping_skip.may_skip(inputs, now) {
+            let states = self.statuses.states();
+            let found_nothing = self.cleanup(states);
+            self.housekeeping_skip.ran(inputs, now, found_nothing);
+        }
         self.retry_pending_resizes();
     }
 
-    fn cleanup(&mut self, states: HashMap<PodUid, WorkerState>) {
+    /// One cleanup pass; true when it found nothing to kill or forget.
+    fn cleanup(&mut self, states: HashMap<PodUid, WorkerState>) -> bool {
         let desired: HashSet<PodUid> = self.pods.uids().into_iter().collect();
         let runtime = self.cache.statuses();
         let plan = cleanup(&desired, &runtime, &states);
+        let found_nothing = plan.is_empty();
         let by_uid: HashMap<&PodUid, &RuntimePodStatus> = if plan.kill.is_empty() {
             HashMap::new()
         } else {
@@ -413,6 +428,7 @@ impl SyncLoop {
             }
             let _ = self.workers.do_send(ForgetWorkers(plan.forget));
         }
+        found_nothing
     }
 }
 

@@ -236,7 +236,7 @@ impl StatusSyncer {
             .runtime
             .get(&uid)
             .is_some_and(|e| e.could_have_running_containers());
-        let latest = self.deps.statuses.get(&uid).map(|s| s.version);
+        let latest = self.deps.statuses.version(&uid);
         let written = self.written.get(&uid).map(|w| w.version);
         if !can_be_deleted(pod, could_run, latest.is_some() && latest == written) {
             return;
