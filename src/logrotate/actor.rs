@@ -123,7 +123,7 @@ impl ContainerLogManager {
 const STAT_BATCH: usize = 512;
 
 /// One round over the running containers: their log paths (remembered or
-/// read), the size of every log in batches of [`STAT_BATCH`] (one trip to
+/// read), the size of every log in batches of 512 (one trip to
 /// the blocking pool each, not one per container: at 10k containers a
 /// round was 10,000 hops, most of the log manager's idle cost), then
 /// [`rotate_one`] for the logs that are due (too big, missing, or not
