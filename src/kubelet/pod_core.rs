@@ -260,6 +260,7 @@ pub(super) fn pod_config(
 pub(super) fn container_log_manager(config: &KubeletConfig, s: &Shared) -> AnyChildSpec {
     let deps = crate::logrotate::LogManagerDeps {
         wall_clock: config.wall_clock.clone(),
+        cache: Some(s.cache.clone()),
         ..crate::logrotate::LogManagerDeps::new(s.runtime.clone(), config.container_log_policy)
     };
     ChildSpec::new("container-log-manager", move || {

@@ -155,6 +155,7 @@ pub fn container_from_status(s: &v1::ContainerStatus, sandbox_id: &str) -> Conta
                 gid: l.gid,
                 supplemental_groups: l.supplemental_groups.clone(),
             }),
+        log_path: s.log_path.clone(),
     }
 }
 
@@ -183,6 +184,7 @@ pub fn container_from_list(c: &v1::Container) -> ContainerStatus {
         sandbox_id: c.pod_sandbox_id.clone(),
         resources: None,
         user: None,
+        log_path: String::new(),
     }
 }
 

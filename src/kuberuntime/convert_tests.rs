@@ -146,6 +146,12 @@ fn container_status_reads_labels_annotations_and_times() {
         ("docker.io/library/busybox:1.36", "sha256:bb", "sha256:bb")
     );
     assert_eq!(c.sandbox_id, "sb");
+    let mut logged = cri_container("c3", "app", v1::ContainerState::ContainerRunning, 100, 0);
+    logged.log_path = "/var/log/pods/default_web_u/app/0.log".into();
+    assert_eq!(
+        container_from_status(&logged, "sb").log_path,
+        "/var/log/pods/default_web_u/app/0.log"
+    );
     let created = container_from_status(
         &cri_container("c2", "app", v1::ContainerState::ContainerCreated, 100, 0),
         "sb",

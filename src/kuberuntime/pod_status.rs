@@ -140,6 +140,9 @@ pub struct ContainerStatus {
     /// The identity its first process started with (CRI
     /// `ContainerStatus.user`; `None` when the runtime does not say).
     pub user: Option<ContainerUserIds>,
+    /// Its log file (CRI `ContainerStatus.log_path`; empty when read from a
+    /// list, or when the runtime keeps no log). The log manager rotates it.
+    pub log_path: String,
 }
 
 /// uid, gid and supplemental groups of a container's first process (the

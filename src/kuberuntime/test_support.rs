@@ -59,5 +59,6 @@ pub fn container(id: &str, name: &str, state: ContainerState, exit_code: i32, ha
         sandbox_id: "sb1".into(),
         resources: None,
         user: None,
+        log_path: String::new(),
     }
 }

@@ -1,13 +1,14 @@
 //! [`ContainerLogManager`]: the `container-log-manager` actor (upstream
 //! `containerLogManager.Start`). Each `containerLogMonitorInterval` it
 //! starts one round — unless the previous one still runs — as a task of its
-//! own: list the running containers, read each one's log path from its CRI
-//! status and rotate it ([`super::rotate_one`]), `containerLogMaxWorkers` at
-//! a time. A container's log path never changes, so it is read once
+//! own: take the running containers and their log paths from the PLEG's pod
+//! cache (in the kubelet; [`LogManagerDeps::cache`]) or list them from the
+//! runtime and read each one's log path from its CRI status once
 //! ([`LogPaths`]; upstream asks `ContainerStatus` of every running container
-//! every round: 1,000 calls a second at 10k pods). The actor holds nothing a
-//! restart could lose (see the [module docs](super)); the "round running"
-//! flag and the paths live in its deps.
+//! every round: 1,000 calls a second at 10k pods), and rotate the logs that
+//! are due ([`super::rotate_one`]), `containerLogMaxWorkers` at a time. The
+//! actor holds nothing a restart could lose (see the [module docs](super));
+//! the "round running" flag and the paths live in its deps.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -20,6 +21,8 @@ use futures::StreamExt;
 use super::{LogRotatePolicy, Rotation, rotate_one};
 use crate::clock::WallClock;
 use crate::cri::{SharedRuntime, v1};
+use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus};
+use crate::pleg::PodCache;
 
 /// What the log manager works with.
 #[derive(Clone)]
@@ -34,6 +37,13 @@ pub struct LogManagerDeps {
     pub running: Arc<AtomicBool>,
     /// The log path of each running container seen (outlives the actor).
     pub paths: LogPaths,
+    /// The PLEG's pod cache: when set, a round takes the running containers
+    /// and their log paths from it (statuses the PLEG read anyway) instead
+    /// of listing them from the runtime: at 10k pods the list and its
+    /// clone were most of an idle node's rotation rounds. Containers
+    /// without the kubelet's labels are not in the cache and are not
+    /// rotated then (upstream rotates every running CRI container).
+    pub cache: Option<PodCache>,
 }
 
 /// Container id → log path, for the containers the last round listed.
@@ -90,6 +100,7 @@ impl LogManagerDeps {
             wall_clock: WallClock::system(),
             running: Arc::default(),
             paths: LogPaths::default(),
+            cache: None,
         }
     }
 }
@@ -122,42 +133,21 @@ impl ContainerLogManager {
 /// How many log files one trip to the blocking pool stats.
 const STAT_BATCH: usize = 512;
 
-/// One round over the running containers: their log paths (remembered or
-/// read), the size of every log in batches of 512 (one trip to
-/// the blocking pool each, not one per container: at 10k containers a
-/// round was 10,000 hops, most of the log manager's idle cost), then
-/// [`rotate_one`] for the logs that are due (too big, missing, or not
-/// readable), `containerLogMaxWorkers` at a time.
+/// One round over the running containers: their log paths (from the pod
+/// cache, or listed and remembered), the size of every log in batches of
+/// 512 (one trip to the blocking pool each, not one per container: at 10k
+/// containers a round was 10,000 hops), then [`rotate_one`] for the logs
+/// that are due (too big, missing, or not readable),
+/// `containerLogMaxWorkers` at a time.
 pub async fn round(deps: &LogManagerDeps) {
-    let running = v1::ContainerFilter {
-        state: Some(v1::ContainerStateValue {
-            state: v1::ContainerState::ContainerRunning as i32,
-        }),
-        ..Default::default()
+    let logs = match &deps.cache {
+        Some(cache) => running_logs(&cache.statuses()),
+        None => match listed_logs(deps).await {
+            Some(logs) => logs,
+            None => return,
+        },
     };
-    let list = deps
-        .runtime
-        .list_containers(v1::ListContainersRequest { filter: Some(running) })
-        .await;
-    let containers = match list {
-        Ok(r) => r.containers,
-        Err(e) => {
-            tracing::error!(error = %e, "container log rotation: failed to list running containers");
-            return;
-        }
-    };
-    deps.paths
-        .retain_listed(&containers.iter().map(|c| c.id.as_str()).collect());
     let workers = deps.policy.max_workers.max(1);
-    let logs: Vec<(String, String)> = futures::stream::iter(containers)
-        .map(|c| async move {
-            let path = log_path(deps, &c.id).await.filter(|p| !p.is_empty())?;
-            Some((c.id, path))
-        })
-        .buffer_unordered(workers)
-        .filter_map(futures::future::ready)
-        .collect()
-        .await;
     for batch in logs.chunks(STAT_BATCH) {
         let paths: Vec<PathBuf> = batch.iter().map(|(_, p)| PathBuf::from(p)).collect();
         let sizes = match tokio::task::spawn_blocking(move || super::log_sizes(&paths)).await {
@@ -176,6 +166,52 @@ pub async fn round(deps: &LogManagerDeps) {
             .for_each_concurrent(workers, |(id, path)| rotate_container(deps, id, path))
             .await;
     }
+}
+
+/// (container id, log path) of every running container in `statuses` that
+/// has a log.
+pub fn running_logs(statuses: &[Arc<RuntimePodStatus>]) -> Vec<(String, String)> {
+    statuses
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .filter(|c| c.state == ContainerState::Running && !c.log_path.is_empty())
+        .map(|c| (c.id.clone(), c.log_path.clone()))
+        .collect()
+}
+
+/// The running containers listed from the runtime, with their log paths
+/// (remembered or read); `None` when the list failed.
+async fn listed_logs(deps: &LogManagerDeps) -> Option<Vec<(String, String)>> {
+    let running = v1::ContainerFilter {
+        state: Some(v1::ContainerStateValue {
+            state: v1::ContainerState::ContainerRunning as i32,
+        }),
+        ..Default::default()
+    };
+    let list = deps
+        .runtime
+        .list_containers(v1::ListContainersRequest { filter: Some(running) })
+        .await;
+    let containers = match list {
+        Ok(r) => r.containers,
+        Err(e) => {
+            tracing::error!(error = %e, "container log rotation: failed to list running containers");
+            return None;
+        }
+    };
+    deps.paths
+        .retain_listed(&containers.iter().map(|c| c.id.as_str()).collect());
+    let workers = deps.policy.max_workers.max(1);
+    let logs = futures::stream::iter(containers)
+        .map(|c| async move {
+            let path = log_path(deps, &c.id).await.filter(|p| !p.is_empty())?;
+            Some((c.id, path))
+        })
+        .buffer_unordered(workers)
+        .filter_map(futures::future::ready)
+        .collect()
+        .await;
+    Some(logs)
 }
 
 /// The log path of `id`: remembered, or from its CRI status (then remembered).
@@ -236,5 +272,31 @@ impl Actor for ContainerLogManager {
     fn started(&mut self, ctx: &mut Self::Context) {
         tracing::info!(policy = ?self.deps.policy, "container log manager started");
         ctx.run_interval(self.deps.policy.monitor_interval, |act, _| act.tick());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kuberuntime::test_support::container;
+
+    #[test]
+    fn running_logs_are_the_running_containers_with_a_log() {
+        let mut pod = RuntimePodStatus::empty("u".into(), "web", "default");
+        for (id, state, log) in [
+            ("run", ContainerState::Running, "/logs/web/app/1.log"),
+            ("old", ContainerState::Exited, "/logs/web/app/0.log"),
+            ("new", ContainerState::Created, "/logs/web/side/0.log"),
+            ("nolog", ContainerState::Running, ""),
+        ] {
+            let mut c = container(id, "app", state, 0, "h");
+            c.log_path = log.into();
+            pod.containers.push(c);
+        }
+        let other = RuntimePodStatus::empty("v".into(), "db", "default");
+        assert_eq!(
+            running_logs(&[Arc::new(pod), Arc::new(other)]),
+            [("run".to_string(), "/logs/web/app/1.log".to_string())]
+        );
     }
 }

@@ -54,6 +54,7 @@ pub fn ctr(id: &str, name: &str, state: ContainerState, created: i64) -> Contain
         sandbox_id: "sb1".into(),
         resources: None,
         user: None,
+        log_path: String::new(),
     }
 }
 
