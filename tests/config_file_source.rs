@@ -8,9 +8,12 @@ mod support;
 
 use std::fs;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use actix::Actor;
+use actlet::actors::supervisor::{ChildSpec, SupervisorSpec};
 use actlet::config::annotations::CONFIG_SOURCE;
 use actlet::config::{FileSource, FileSourceConfig};
 use actlet::messages::pod_update::{PodSource, SourceSnapshot};
@@ -213,4 +216,74 @@ async fn a_recreated_directory_is_watched_again() {
     next_matching(&mut rx, WAIT, |s| !s.pods.is_empty()).await;
     write(&dir, "web.yaml", &pod_yaml("web", "nginx:2"));
     next_matching(&mut rx, WAIT, |s| s.pods.iter().any(|p| image(p) == "nginx:2")).await;
+}
+
+/// A re-read that changed nothing is not sent again (at 10k manifests every
+/// such send cost a merge of 10k pods); the next change is.
+#[test]
+fn an_unchanged_reread_is_not_sent_again() {
+    run_paused(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "web.yaml", &pod_yaml("web", "nginx"));
+        let mut rx = start(dir.path(), false);
+        assert_eq!(names(&next(&mut rx, VIRTUAL_WAIT).await.pods), ["web-node1"]);
+
+        // Three periodic re-reads (20 s each) of the same file.
+        tokio::time::sleep(Duration::from_secs(65)).await;
+        assert!(rx.try_recv().is_err(), "an unchanged re-read was sent");
+
+        write(dir.path(), "db.yaml", &pod_yaml("db", "pg"));
+        let changed = next(&mut rx, VIRTUAL_WAIT).await;
+        assert_eq!(sorted_names(&changed), ["db-node1", "web-node1"]);
+    });
+}
+
+/// The recipient: a supervised actor whose first instance dies on the first
+/// snapshot, before handling it.
+struct DiesOnFirst {
+    armed: Arc<AtomicBool>,
+    out: tokio::sync::mpsc::UnboundedSender<SourceSnapshot>,
+}
+
+impl Actor for DiesOnFirst {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<SourceSnapshot> for DiesOnFirst {
+    type Result = ();
+    fn handle(&mut self, msg: SourceSnapshot, _: &mut Self::Context) {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            panic!("injected panic before handling the snapshot");
+        }
+        let _ = self.out.send(msg);
+    }
+}
+
+/// A snapshot the recipient never handled (it died first) is sent again by
+/// the next re-read, although the directory did not change.
+#[test]
+fn a_snapshot_lost_in_a_recipient_restart_is_sent_again() {
+    run_paused(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "web.yaml", &pod_yaml("web", "nginx"));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let armed = Arc::new(AtomicBool::new(true));
+        let a = armed.clone();
+        let sink = ChildSpec::new("pod-config", move || DiesOnFirst {
+            armed: a.clone(),
+            out: tx.clone(),
+        });
+        let sink_ref = sink.child_ref();
+        let _root = SupervisorSpec::new("root").child(sink).start_root();
+        let mut config = FileSourceConfig::new(dir.path(), NODE);
+        config.watch = false;
+        FileSource::new(config, sink_ref.recipient::<SourceSnapshot>()).start();
+
+        let resent = next(&mut rx, VIRTUAL_WAIT).await;
+        assert!(
+            !armed.load(Ordering::SeqCst),
+            "the first instance died on the first snapshot"
+        );
+        assert_eq!(names(&resent.pods), ["web-node1"]);
+    });
 }

@@ -8,7 +8,10 @@
 //!    ([`file_scan::scan`]); at most one read runs at a time, and a request
 //!    during a read queues exactly one more.
 //! 2. Each completed read becomes one [`SourceSnapshot`] (all pods of the
-//!    path, and the manifests in error) sent to the recipient.
+//!    path, and the manifests in error) sent to the recipient — unless the
+//!    recipient has confirmed handling one with the same pods and errors
+//!    ([`DeliveredSnapshot`]): an idle node's re-read of 10k manifests then
+//!    costs the scan, not a merge of 10k pods.
 //!
 //! # Guarantees
 //! - The actor thread never touches the file system.
@@ -35,6 +38,7 @@ use std::time::Duration;
 use crate::actors::supervisor::SupervisedRecipient;
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle, WeakAddr, WrapFuture};
 
+use crate::config::delivered::DeliveredSnapshot;
 use crate::config::error_log::ManifestErrorLog;
 use crate::config::file_scan::{self, ScanCache, ScanOutcome};
 use crate::config::file_watch::{DirWatch, WatchTarget, start_watch};
@@ -93,6 +97,8 @@ pub struct FileSource {
     rescan: bool,
     debounce: Option<SpawnHandle>,
     changed_in_window: bool,
+    /// What the recipient handled (a restart sends the first read again).
+    delivered: DeliveredSnapshot,
 }
 
 impl FileSource {
@@ -111,6 +117,7 @@ impl FileSource {
             rescan: false,
             debounce: None,
             changed_in_window: false,
+            delivered: DeliveredSnapshot::default(),
         }
     }
 
@@ -150,7 +157,7 @@ impl FileSource {
                     if let Some(watch) = watch {
                         act.apply_watch(watch);
                     }
-                    act.apply_scan(outcome);
+                    act.apply_scan(outcome, ctx);
                 }
                 Err(e) => tracing::error!(error = %e, "static pod path read task failed"),
             }
@@ -178,7 +185,7 @@ impl FileSource {
         }
     }
 
-    fn apply_scan(&mut self, outcome: ScanOutcome) {
+    fn apply_scan(&mut self, outcome: ScanOutcome, ctx: &mut Context<Self>) {
         let path = self.config.path.display();
         let snapshot = match outcome {
             ScanOutcome::Read(reads) => {
@@ -202,9 +209,31 @@ impl FileSource {
             }
         };
         self.error_log.update(&PodSource::File, &snapshot.errors);
-        if let Err(e) = self.out.do_send(snapshot) {
-            tracing::warn!(error = %e, "cannot deliver file source snapshot; the next re-read retries");
+        if self.delivered.is_handled(&snapshot) {
+            tracing::trace!(
+                pods = snapshot.pods.len(),
+                "static pod path unchanged; snapshot not sent again"
+            );
+            return;
         }
+        let seq = self.delivered.sending(&snapshot);
+        // Bounded: an answer later than the next re-read is not waited for
+        // (that re-read sends again; a snapshot is a SET, handling it twice
+        // changes nothing).
+        let sent = tokio::time::timeout(self.config.check_frequency, self.out.send(snapshot));
+        ctx.spawn(sent.into_actor(self).map(move |answer, act, _| match answer {
+            Ok(Ok(())) => act.delivered.handled(seq),
+            Ok(Err(e)) => {
+                act.delivered.lost();
+                tracing::warn!(error = %e, "cannot deliver file source snapshot; the next re-read retries");
+            }
+            Err(_) => {
+                act.delivered.lost();
+                tracing::warn!(
+                    "the pod config did not handle the file source snapshot in time; the next re-read sends it again"
+                );
+            }
+        }));
     }
 }
 

@@ -16,11 +16,13 @@
 //! - [`merge`] is the pure [`PodStorage`] (upstream `podStorage.merge`).
 //! - [`file_source`], [`http_source`] and [`pod_config`] are the thin actors;
 //!   [`file_scan`] and [`file_watch`] are the file source's blocking parts,
-//!   [`error_log`] logs manifest errors once per change.
+//!   [`error_log`] logs manifest errors once per change; [`delivered`] lets
+//!   the file source skip a re-read that changed nothing.
 //!
 //! [`SourceSnapshot`]: crate::messages::pod_update::SourceSnapshot
 
 pub mod annotations;
+pub mod delivered;
 pub mod error_log;
 pub mod file_scan;
 pub mod file_source;
