@@ -90,7 +90,13 @@ pub(super) async fn container_lifecycle(fx: &Fixture<'_>) -> Step {
 pub(super) async fn container_log_file(fx: &Fixture<'_>) -> Step {
     let sb = fx.run_sandbox("logs", false).await?;
     let id = fx.start(&sb, "app", HELLO, false).await?;
-    let path = fx.log_file(&id).await?;
+    wait_log_line(fx, &id, "hello-from-actlet").await
+}
+
+/// Waits (up to the env's wait timeout) until the container's log file holds
+/// the full stdout line `content`; every line must parse as a CRI log line.
+async fn wait_log_line(fx: &Fixture<'_>, id: &str, content: &str) -> Step {
+    let path = fx.log_file(id).await?;
     let deadline = Instant::now() + fx.env.wait_timeout;
     loop {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -101,12 +107,12 @@ pub(super) async fn container_log_file(fx: &Fixture<'_>) -> Step {
         let found = lines
             .iter()
             .filter_map(|(_, p)| p.as_ref())
-            .any(|l| l.stream == LogStream::Stdout && !l.partial && l.content == "hello-from-actlet");
+            .any(|l| l.stream == LogStream::Stdout && !l.partial && l.content == content);
         if found {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(format!("{path:?} has no `stdout F hello-from-actlet` line: {text:?}"));
+            return Err(format!("{path:?} has no `stdout F {content}` line: {text:?}"));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -231,8 +237,15 @@ pub(super) async fn stop_container_sigterm(fx: &Fixture<'_>) -> Step {
 pub(super) async fn stop_container_ignoring_sigterm(fx: &Fixture<'_>) -> Step {
     let sb = fx.run_sandbox("stop-kill", false).await?;
     let id = fx
-        .start(&sb, "app", &["sh", "-c", "trap \"\" TERM; sleep 3600"], false)
+        .start(
+            &sb,
+            "app",
+            &["sh", "-c", "trap \"\" TERM; echo trapped; sleep 3600"],
+            false,
+        )
         .await?;
+    // Stopped before the shell ran `trap`, SIGTERM would end it at once.
+    wait_log_line(fx, &id, "trapped").await?;
     let (s, took) = timed_stop(fx, &id, 2, "stop_timeout_2s").await?;
     ensure(took >= Duration::from_secs(2), || {
         format!("StopContainer returned after {took:?}, before its 2s timeout")
