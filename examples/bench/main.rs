@@ -28,6 +28,7 @@ mod derived;
 mod envtest;
 mod indexed;
 mod mock;
+mod mock_floor;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
