@@ -24,6 +24,7 @@ pub mod actions;
 pub mod backoff;
 pub mod config;
 pub mod container_config;
+pub mod container_files;
 pub mod convert;
 pub mod dns;
 pub mod env;

@@ -13,9 +13,8 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
 use super::backoff::container_backoff_key;
-use super::container_config::{
-    ContainerConfigInput, container_log_dir, generate_container_config, restart_count_from_log_names,
-};
+use super::container_config::{ContainerConfigInput, container_log_dir, generate_container_config};
+use super::container_files::{self, ContainerFiles};
 use super::etc_hosts;
 use super::hash::container_hash;
 use super::manager::{RuntimeManager, format_pod_of, go_duration};
@@ -159,25 +158,6 @@ impl RuntimeManager {
             .min()
     }
 
-    /// The restart count for a new instance of `container`: one more than the
-    /// newest instance, or recovered from its log directory.
-    async fn next_restart_count(&self, pod: &Pod, container: &Container, status: &RuntimePodStatus) -> u32 {
-        if let Some(c) = status.find_container(&container.name) {
-            return c.restart_count.saturating_add(1);
-        }
-        let dir = container_log_dir(&self.config.pod_logs_dir, pod, &container.name);
-        let Ok(mut entries) = tokio::fs::read_dir(&dir).await else {
-            return 0;
-        };
-        let mut names = Vec::new();
-        while let Ok(Some(entry)) = entries.next_entry().await {
-            if entry.file_type().await.is_ok_and(|t| !t.is_dir()) {
-                names.push(entry.file_name().to_string_lossy().into_owned());
-            }
-        }
-        restart_count_from_log_names(names.iter().map(String::as_str))
-    }
-
     /// Starts one container (init or regular) and returns its id, or the
     /// upstream reason it could not be started.
     pub async fn start_container(
@@ -230,28 +210,33 @@ impl RuntimeManager {
         let image = self
             .ensure_image(pod, container, sandbox_config, credentials, cancel)
             .await?;
-        let restart_count = self.next_restart_count(pod, container, status).await;
-
         let config_error = |message: String| SyncError::new(SyncErrorReason::CreateContainerConfigError, message);
-        let log_dir = container_log_dir(&self.config.pod_logs_dir, pod, &container.name);
-        tokio::fs::create_dir_all(&log_dir).await.map_err(|e| {
-            config_error(format!(
-                "create container log directory for container {} failed: {e}",
-                container.name
-            ))
-        })?;
+        // The restart count: one more than the newest instance, or
+        // recovered from the log directory (read with the other files).
+        let known = status
+            .find_container(&container.name)
+            .map(|c| c.restart_count.saturating_add(1));
         let message_path = container.termination_message_path.as_deref().unwrap_or_default();
-        if let Some(pods_dir) = self.config.pods_dir.as_deref().filter(|_| !message_path.is_empty()) {
-            let dir = termination_message::container_dir(
-                pods_dir,
-                pod.metadata.uid.as_deref().unwrap_or_default(),
-                &container.name,
-            );
-            let mount = termination_message::create_mount(&dir, message_path)
-                .await
-                .map_err(|e| config_error(format!("failed to create termination message file: {e}")))?;
-            mounts.push(mount);
-        }
+        let message = self
+            .config
+            .pods_dir
+            .as_deref()
+            .filter(|_| !message_path.is_empty())
+            .map(|pods_dir| {
+                let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+                let dir = termination_message::container_dir(pods_dir, uid, &container.name);
+                (dir, message_path.to_owned())
+            });
+        let files = container_files::prepare(ContainerFiles {
+            container: container.name.clone(),
+            log_dir: container_log_dir(&self.config.pod_logs_dir, pod, &container.name),
+            count_from_logs: known.is_none(),
+            message,
+        })
+        .await
+        .map_err(|e| config_error(e.to_string()))?;
+        let restart_count = known.or(files.restart_count).unwrap_or(0);
+        mounts.extend(files.message_mount);
         let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
         if let Some(pods_dir) = self.config.pods_dir.as_deref()
             && etc_hosts::should_mount(container, pod_ips, host_network)

@@ -36,23 +36,19 @@ pub fn container_dir(pods_dir: &Path, uid: &str, container: &str) -> PathBuf {
 }
 
 /// Creates a fresh, empty, world-writable message file for one container
-/// start and returns the mount of it at `container_path`.
+/// start and returns the mount of it at `container_path`. It blocks: call
+/// it from the blocking pool (the kubelet does, with the container's other
+/// files: [`super::container_files`]).
 ///
 /// # Errors
 /// The directory or the file cannot be created.
-pub async fn create_mount(dir: &Path, container_path: &str) -> std::io::Result<v1::Mount> {
+pub fn create_mount_blocking(dir: &Path, container_path: &str) -> std::io::Result<v1::Mount> {
     use std::os::unix::fs::PermissionsExt;
     let host = dir.join(format!("{:08x}", rand::random::<u32>()));
-    // One trip to the blocking pool (not one per call).
-    let (dir, file) = (dir.to_path_buf(), host.clone());
-    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        std::fs::create_dir_all(&dir)?;
-        std::fs::File::create(&file)?;
-        // Explicitly, not through the umask: non-root users must be able to write.
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))
-    })
-    .await
-    .map_err(std::io::Error::other)??;
+    std::fs::create_dir_all(dir)?;
+    std::fs::File::create(&host)?;
+    // Explicitly, not through the umask: non-root users must be able to write.
+    std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o666))?;
     Ok(v1::Mount {
         container_path: container_path.to_string(),
         host_path: host.to_string_lossy().into_owned(),

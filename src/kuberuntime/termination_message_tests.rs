@@ -18,21 +18,21 @@ async fn the_file_is_created_world_writable_and_mounted_read_write() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let dir = container_dir(tmp.path(), "u1", "app");
-    let m = create_mount(&dir, "/tmp/msg").await.unwrap();
+    let m = create_mount_blocking(&dir, "/tmp/msg").unwrap();
     assert_eq!(m.container_path, "/tmp/msg");
     assert!(!m.readonly);
     let host = Path::new(&m.host_path);
     assert_eq!(host.parent().unwrap(), tmp.path().join("u1/containers/app"));
     let meta = std::fs::metadata(host).unwrap();
     assert_eq!((meta.len(), meta.permissions().mode() & 0o777), (0, 0o666));
-    let again = create_mount(&dir, "/tmp/msg").await.unwrap();
+    let again = create_mount_blocking(&dir, "/tmp/msg").unwrap();
     assert_ne!(again.host_path, m.host_path, "a fresh file per start");
 }
 
 #[tokio::test]
 async fn the_message_is_the_files_last_4096_bytes() {
     let tmp = tempfile::tempdir().unwrap();
-    let m = create_mount(tmp.path(), "/dev/termination-log").await.unwrap();
+    let m = create_mount_blocking(tmp.path(), "/dev/termination-log").unwrap();
     std::fs::write(&m.host_path, "done").unwrap();
     let s = exited(0, Some(&m), &tmp.path().join("none.log"));
     assert_eq!(read_message(&s, "/dev/termination-log", "File").await, "done");
@@ -46,7 +46,7 @@ async fn the_message_is_the_files_last_4096_bytes() {
 #[tokio::test]
 async fn fallback_to_logs_only_on_error_with_an_empty_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let m = create_mount(tmp.path(), "/dev/termination-log").await.unwrap();
+    let m = create_mount_blocking(tmp.path(), "/dev/termination-log").unwrap();
     let log = tmp.path().join("0.log");
     std::fs::write(&log, (0..100).map(log_line).collect::<String>()).unwrap();
     let p = "/dev/termination-log";
