@@ -124,7 +124,8 @@ pub(super) fn pod_workers_manager(
 ) -> ChildSpec<PodWorkers> {
     let deps = s.worker_deps(config, peers.status_manager.recipient());
     let supervisor = peers.pod_workers.clone();
-    let me = peers.pod_workers_manager.recipient();
+    // Outlives every manager instance, as the records do.
+    let finished = crate::pod_workers::finished::FinishedSteps::default();
     let sync_loop = peers.sync_loop.recipient();
     let records = s.pod_sync_statuses.clone();
     let arbiters: Vec<_> = (0..config.pod_worker_threads)
@@ -134,7 +135,7 @@ pub(super) fn pod_workers_manager(
         PodWorkers::new(
             deps.clone(),
             supervisor.clone(),
-            me.clone(),
+            finished.clone(),
             Some(sync_loop.clone()),
             records.clone(),
         )

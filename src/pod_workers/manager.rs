@@ -28,6 +28,7 @@ use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::deps::WorkerDeps;
+use super::finished::FinishedSteps;
 use super::sync_statuses::PodSyncStatuses;
 use super::worker::PodWorker;
 use crate::actors::supervisor::{
@@ -55,7 +56,7 @@ pub use crate::messages::pod_work::{ForgetWorkers, GetWorkerStates};
 pub struct PodWorkers {
     deps: WorkerDeps,
     supervisor: ChildRef<Supervisor>,
-    me: SupervisedRecipient<SyncFinished>,
+    finished: FinishedSteps,
     sync_loop: Option<SupervisedRecipient<SyncFinished>>,
     statuses: PodSyncStatuses,
     /// Where workers run (empty: on this actor's arbiter).
@@ -75,20 +76,21 @@ fn pick_arbiter<'a>(arbiters: &'a [actix::ArbiterHandle], uid: &PodUid) -> Optio
 }
 
 impl PodWorkers {
-    /// A manager starting workers under `supervisor`; workers report to `me`
-    /// (this manager's own supervised address), and finished steps are
-    /// forwarded to `sync_loop`. `statuses` outlives this instance.
+    /// A manager starting workers under `supervisor`; workers leave their
+    /// finished steps in `finished` (coalesced per pod; it outlives this
+    /// instance, as `statuses` does), and the manager forwards them to
+    /// `sync_loop`.
     pub fn new(
         deps: WorkerDeps,
         supervisor: ChildRef<Supervisor>,
-        me: SupervisedRecipient<SyncFinished>,
+        finished: FinishedSteps,
         sync_loop: Option<SupervisedRecipient<SyncFinished>>,
         statuses: PodSyncStatuses,
     ) -> Self {
         Self {
             deps,
             supervisor,
-            me,
+            finished,
             sync_loop,
             statuses,
             arbiters: Vec::new(),
@@ -107,7 +109,7 @@ impl PodWorkers {
     /// step reads the runtime afresh, and it resumes the pod's kill or sync
     /// by itself).
     fn spawn_worker(&mut self, uid: &PodUid, name: &str, successor: bool) -> ChildRef<PodWorker> {
-        let (deps, me, u) = (self.deps.clone(), self.me.clone(), uid.clone());
+        let (deps, me, u) = (self.deps.clone(), self.finished.clone(), uid.clone());
         let spec = ChildSpec::with_context(format!("pod-{uid}"), move |cx| {
             PodWorker::new(
                 u.clone(),
@@ -255,6 +257,14 @@ impl Actor for PodWorkers {
             tracing::info!(workers = adopted, "pod workers manager adopted running workers");
         }
         self.start_waiting(None);
+        // Reports left while no instance ran are taken at once, then on
+        // every wake-up.
+        let reports = futures::stream::unfold(self.finished.clone(), |finished| async move {
+            finished.reported().await;
+            Some((StepsFinished, finished))
+        });
+        ctx.add_stream(reports);
+        self.take_finished();
         // Backoff entries of pods that are gone expire 10 min after their
         // last failure; collect them whether or not more pods come and go
         // (upstream: `backOff.GC()` in every housekeeping pass).
@@ -275,10 +285,31 @@ impl Handler<UpdatePod> for PodWorkers {
     }
 }
 
-impl Handler<SyncFinished> for PodWorkers {
-    type Result = ();
+/// The workers left finished steps in [`FinishedSteps`].
+struct StepsFinished;
 
-    fn handle(&mut self, msg: SyncFinished, _ctx: &mut Self::Context) {
+impl actix::Message for StepsFinished {
+    type Result = ();
+}
+
+impl actix::StreamHandler<StepsFinished> for PodWorkers {
+    fn handle(&mut self, _: StepsFinished, _ctx: &mut Self::Context) {
+        self.take_finished();
+    }
+
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
+}
+
+impl PodWorkers {
+    fn take_finished(&mut self) {
+        for report in self.finished.take() {
+            self.on_finished(report);
+        }
+    }
+
+    /// One finished step: the worker's state recorded, a restart done, the
+    /// sync loop told (it queues the next sync).
+    fn on_finished(&mut self, msg: SyncFinished) {
         self.statuses.set_state(&msg.uid, msg.state);
         if msg.state == WorkerState::Terminated {
             let record = self.statuses.get(&msg.uid);
@@ -297,6 +328,15 @@ impl Handler<SyncFinished> for PodWorkers {
         {
             tracing::warn!(error = %e, "cannot report to sync loop");
         }
+    }
+}
+
+/// A finished step sent as a message (the workers use [`FinishedSteps`]).
+impl Handler<SyncFinished> for PodWorkers {
+    type Result = ();
+
+    fn handle(&mut self, msg: SyncFinished, _ctx: &mut Self::Context) {
+        self.on_finished(msg);
     }
 }
 

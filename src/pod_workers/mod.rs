@@ -11,6 +11,7 @@
 
 pub mod active_deadline;
 pub mod deps;
+pub mod finished;
 pub mod manager;
 pub mod pending;
 pub mod sync;

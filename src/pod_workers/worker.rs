@@ -24,7 +24,8 @@
 //!   synced again when that backoff runs out.
 //!
 //! The worker reports every finished step to the [`PodWorkers`](super::manager::PodWorkers)
-//! manager as [`SyncFinished`].
+//! manager as a [`SyncFinished`] left in [`FinishedSteps`] (coalesced per
+//! pod: at 10k pods the manager's mailbox could not take them all).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,9 +36,9 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::deps::WorkerDeps;
+use super::finished::FinishedSteps;
 use super::pending::{Offer, UpdateSlot};
 use super::sync::{StepOutcome, Waiting, sync_pod, terminate_pod};
-use crate::actors::supervisor::SupervisedRecipient;
 use crate::messages::PodUid;
 use crate::messages::pod_work::{KillOptions, PodWork, SyncFinished, SyncKind, UpdatePod};
 use crate::pod_manager::format_pod;
@@ -49,7 +50,7 @@ pub const KILL_RETRY: Duration = Duration::from_secs(1);
 pub struct PodWorker {
     uid: PodUid,
     deps: WorkerDeps,
-    report: SupervisedRecipient<SyncFinished>,
+    report: FinishedSteps,
     generation: u64,
     slot: UpdateSlot,
     pod: Option<Arc<Pod>>,
@@ -67,7 +68,7 @@ pub struct PodWorker {
 impl PodWorker {
     /// A worker for `uid`; `generation` > 1 means it replaces an earlier
     /// worker of the pod (one that crashed, or that its supervisor lost).
-    pub fn new(uid: PodUid, deps: WorkerDeps, report: SupervisedRecipient<SyncFinished>, generation: u64) -> Self {
+    pub fn new(uid: PodUid, deps: WorkerDeps, report: FinishedSteps, generation: u64) -> Self {
         Self {
             uid,
             deps,
@@ -162,9 +163,8 @@ impl PodWorker {
             error: out.error,
             state: self.slot.state(),
         };
-        if let Err(e) = self.report.do_send(report) {
-            tracing::warn!(pod_uid = %self.uid, error = %e, "cannot report to pod workers manager");
-        }
+        // Coalesced per pod, never dropped (see `FinishedSteps`).
+        self.report.report(report);
         if let Some(handle) = self.backoff_retry.take() {
             ctx.cancel_future(handle);
         }
