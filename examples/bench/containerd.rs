@@ -82,6 +82,7 @@ impl ActletProc {
             .arg("--address=127.0.0.1")
             .arg(format!("--healthz-port={hz}"))
             .arg(format!("--hostname-override={NODE}"))
+            .env("RUST_LOG", PHASE_LOG)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log_file));
@@ -145,8 +146,12 @@ pub(crate) struct Batch {
     cpu_s: Option<f64>,
 }
 
-/// The CRI steps of a pod start, as actlet logs them.
+/// The CRI steps of a pod start, as actlet logs them (at debug: the bench
+/// turns on exactly those two modules' debug lines, [`PHASE_LOG`]).
 const PHASES: [&str; 3] = ["created pod sandbox", "created container", "started container"];
+
+/// actlet's default filter (`-v 0`) plus the debug lines of [`PHASES`].
+const PHASE_LOG: &str = "warn,actlet=info,actlet::kuberuntime::sync_pod=debug,actlet::kuberuntime::start=debug";
 
 /// Medians of the per-pod phase times, by phase name.
 fn phase_medians(batches: &[Batch]) -> Value {

@@ -183,7 +183,7 @@ impl RuntimeManager {
             return match present {
                 Some(img) => {
                     let msg = format!("Container image {spec_image:?} already present on machine");
-                    tracing::info!(image = %spec_image, "container image already present on machine");
+                    tracing::debug!(image = %spec_image, "container image already present on machine");
                     event(EventType::Normal, reason::PULLED, &msg);
                     Ok(EnsuredImage {
                         image_ref: img.id.clone(),

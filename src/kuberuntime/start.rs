@@ -277,7 +277,7 @@ impl RuntimeManager {
             Ok(resp) => resp.container_id,
             Err(e) => return Err(SyncError::new(SyncErrorReason::CreateContainerError, e.message)),
         };
-        tracing::info!(container_id = %id, restart_count, "created container");
+        tracing::debug!(container_id = %id, restart_count, "created container");
         if let Some(resources) = &created_with {
             let uid = crate::messages::PodUid::new(pod.metadata.uid.clone().unwrap_or_default());
             self.actuated.record(&uid, &id, resources);
@@ -299,7 +299,7 @@ impl RuntimeManager {
         {
             return Err(SyncError::new(SyncErrorReason::RunContainerError, e.message));
         }
-        tracing::info!(container_id = %id, "started container");
+        tracing::debug!(container_id = %id, "started container");
         self.container_event(
             pod,
             name,
