@@ -1,7 +1,7 @@
 //! The host files a container start needs, made in one trip to the blocking
 //! pool: the restart count recovered from the container's log directory
-//! (when the runtime has no earlier instance), that log directory, and the
-//! termination message file. At 10k pod starts these were three or more
+//! (when the runtime has no earlier instance), that log directory, the
+//! termination message file and the pod's hosts file. At 10k pod starts these were three or more
 //! trips per container, each one a wake-up of the pod worker's step on the
 //! kubelet's busiest thread.
 
@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cri::v1;
 use crate::kuberuntime::container_config::restart_count_from_log_names;
+use crate::kuberuntime::etc_hosts::{self, EtcHosts};
 use crate::kuberuntime::termination_message;
 
 /// What to prepare for one container start.
@@ -24,6 +25,9 @@ pub struct ContainerFiles {
     /// The termination message file's directory and the container path it
     /// is mounted at (none when the container has no message path).
     pub message: Option<(PathBuf, String)>,
+    /// The pod's directory and its hosts file (none when the container
+    /// does not get a managed `/etc/hosts`).
+    pub etc_hosts: Option<(PathBuf, EtcHosts)>,
 }
 
 /// What [`prepare`] made.
@@ -34,6 +38,8 @@ pub struct Prepared {
     pub restart_count: Option<u32>,
     /// The termination message mount.
     pub message_mount: Option<v1::Mount>,
+    /// The `/etc/hosts` mount.
+    pub etc_hosts_mount: Option<v1::Mount>,
 }
 
 /// A file [`prepare`] could not make.
@@ -50,6 +56,9 @@ pub enum ContainerFilesError {
     /// The termination message file.
     #[error("failed to create termination message file: {0}")]
     Message(std::io::Error),
+    /// The pod's hosts file.
+    #[error("failed to create hosts file for pod: {0}")]
+    EtcHosts(std::io::Error),
     /// The blocking task did not finish (panicked or cancelled).
     #[error("preparing the files of container {container} failed: {reason}")]
     Task {
@@ -90,9 +99,16 @@ pub fn prepare_blocking(files: &ContainerFiles) -> Result<Prepared, ContainerFil
         .map(|(dir, path)| termination_message::create_mount_blocking(dir, path))
         .transpose()
         .map_err(ContainerFilesError::Message)?;
+    let etc_hosts_mount = files
+        .etc_hosts
+        .as_ref()
+        .map(|(pod_dir, hosts)| etc_hosts::write_blocking(pod_dir, hosts))
+        .transpose()
+        .map_err(ContainerFilesError::EtcHosts)?;
     Ok(Prepared {
         restart_count,
         message_mount,
+        etc_hosts_mount,
     })
 }
 
@@ -119,6 +135,7 @@ mod tests {
             log_dir: root.join("logs/ns_web_u/app"),
             count_from_logs,
             message: message.then(|| (root.join("pods/u/containers/app"), "/dev/termination-log".into())),
+            etc_hosts: message.then(|| (root.join("pods/u"), EtcHosts::Managed("127.0.0.1\tlocalhost\n".into()))),
         }
     }
 
@@ -131,13 +148,19 @@ mod tests {
         let mount = fresh.message_mount.unwrap();
         assert_eq!(mount.container_path, "/dev/termination-log");
         assert!(Path::new(&mount.host_path).is_file());
+        let hosts = fresh.etc_hosts_mount.unwrap();
+        assert_eq!(hosts.container_path, "/etc/hosts");
+        assert_eq!(
+            std::fs::read_to_string(&hosts.host_path).unwrap(),
+            "127.0.0.1\tlocalhost\n"
+        );
 
         for log in ["0.log", "1.log", "2.log.20260101-000000.gz"] {
             std::fs::write(tmp.path().join("logs/ns_web_u/app").join(log), "").unwrap();
         }
         let again = prepare_blocking(&files(tmp.path(), true, false)).unwrap();
         assert_eq!(again.restart_count, Some(3), "one past the newest log");
-        assert_eq!(again.message_mount, None);
+        assert_eq!((again.message_mount, again.etc_hosts_mount), (None, None));
         let known = prepare_blocking(&files(tmp.path(), false, false)).unwrap();
         assert_eq!(known.restart_count, None, "not asked");
     }

@@ -85,40 +85,49 @@ pub fn host_network_content(node_hosts: &str, aliases: &[HostAlias]) -> String {
     )
 }
 
+/// What a pod's hosts file holds, decided without IO: the managed file,
+/// or (host network) the node's file, read when it is written, then the
+/// aliases.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EtcHosts {
+    /// The whole content ([`managed_content`]).
+    Managed(String),
+    /// The node's `/etc/hosts` followed by these aliases
+    /// ([`host_network_content`]).
+    HostNetwork(Vec<HostAlias>),
+}
+
+impl EtcHosts {
+    /// The file for `pod` (`hostname`/`domain` as
+    /// [`pod_hostname_and_domain`](super::sandbox_config::pod_hostname_and_domain)).
+    pub fn for_pod(pod: &Pod, pod_ips: &[String], hostname: &str, domain: &str) -> Self {
+        let spec = pod.spec.as_ref();
+        let aliases = spec.and_then(|s| s.host_aliases.as_deref()).unwrap_or_default();
+        if spec.and_then(|s| s.host_network).unwrap_or(false) {
+            Self::HostNetwork(aliases.to_vec())
+        } else {
+            Self::Managed(managed_content(pod_ips, hostname, domain, aliases))
+        }
+    }
+}
+
 /// Writes the pod's hosts file into `pod_dir` (mode 0644) and returns its
-/// mount at `/etc/hosts`. `hostname`/`domain` as
-/// [`pod_hostname_and_domain`](super::sandbox_config::pod_hostname_and_domain).
+/// mount at `/etc/hosts`. It blocks: call it from the blocking pool (the
+/// kubelet does, with the container's other files:
+/// [`super::container_files`]).
 ///
 /// # Errors
 /// The node's `/etc/hosts` cannot be read (host network) or the file cannot be written.
-pub async fn write_and_mount(
-    pod_dir: &Path,
-    pod: &Pod,
-    pod_ips: &[String],
-    hostname: &str,
-    domain: &str,
-) -> std::io::Result<v1::Mount> {
+pub fn write_blocking(pod_dir: &Path, hosts: &EtcHosts) -> std::io::Result<v1::Mount> {
     use std::os::unix::fs::PermissionsExt;
-    let spec = pod.spec.as_ref();
-    let aliases = spec.and_then(|s| s.host_aliases.as_deref()).unwrap_or_default();
-    let content = if spec.and_then(|s| s.host_network).unwrap_or(false) {
-        let node = tokio::fs::read_to_string(ETC_HOSTS_PATH).await?;
-        host_network_content(&node, aliases)
-    } else {
-        managed_content(pod_ips, hostname, domain, aliases)
+    let content = match hosts {
+        EtcHosts::Managed(content) => content.clone(),
+        EtcHosts::HostNetwork(aliases) => host_network_content(&std::fs::read_to_string(ETC_HOSTS_PATH)?, aliases),
     };
     let path = pod_dir.join(FILE_NAME);
-    // One trip to the blocking pool for the directory, the file and its
-    // mode (three `tokio::fs` calls were three: at 10k pod starts the
-    // thread hand-offs were a good part of the kernel's time).
-    let (dir, file) = (pod_dir.to_path_buf(), path.clone());
-    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(&file, content)?;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))
-    })
-    .await
-    .map_err(std::io::Error::other)??;
+    std::fs::create_dir_all(pod_dir)?;
+    std::fs::write(&path, content)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
     Ok(v1::Mount {
         container_path: ETC_HOSTS_PATH.to_string(),
         host_path: path.to_string_lossy().into_owned(),

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::backoff::container_backoff_key;
 use super::container_config::{ContainerConfigInput, container_log_dir, generate_container_config};
 use super::container_files::{self, ContainerFiles};
-use super::etc_hosts;
+use super::etc_hosts::{self, EtcHosts};
 use super::hash::container_hash;
 use super::manager::{RuntimeManager, format_pod_of, go_duration};
 use super::pod_status::{ContainerState, RuntimePodStatus};
@@ -227,28 +227,28 @@ impl RuntimeManager {
                 let dir = termination_message::container_dir(pods_dir, uid, &container.name);
                 (dir, message_path.to_owned())
             });
+        let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
+        let etc_hosts = match self.config.pods_dir.as_deref() {
+            Some(pods_dir) if etc_hosts::should_mount(container, pod_ips, host_network) => {
+                let (hostname, domain) = pod_hostname_and_domain(pod, &self.config.cluster_domain)
+                    .map_err(|e| config_error(e.to_string()))?;
+                let pod_dir = pods_dir.join(pod.metadata.uid.as_deref().unwrap_or_default());
+                Some((pod_dir, EtcHosts::for_pod(pod, pod_ips, &hostname, &domain)))
+            }
+            _ => None,
+        };
         let files = container_files::prepare(ContainerFiles {
             container: container.name.clone(),
             log_dir: container_log_dir(&self.config.pod_logs_dir, pod, &container.name),
             count_from_logs: known.is_none(),
             message,
+            etc_hosts,
         })
         .await
         .map_err(|e| config_error(e.to_string()))?;
         let restart_count = known.or(files.restart_count).unwrap_or(0);
         mounts.extend(files.message_mount);
-        let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
-        if let Some(pods_dir) = self.config.pods_dir.as_deref()
-            && etc_hosts::should_mount(container, pod_ips, host_network)
-        {
-            let (hostname, domain) =
-                pod_hostname_and_domain(pod, &self.config.cluster_domain).map_err(|e| config_error(e.to_string()))?;
-            let pod_dir = pods_dir.join(pod.metadata.uid.as_deref().unwrap_or_default());
-            let mount = etc_hosts::write_and_mount(&pod_dir, pod, pod_ips, &hostname, &domain)
-                .await
-                .map_err(|e| config_error(format!("failed to create hosts file for pod: {e}")))?;
-            mounts.push(mount);
-        }
+        mounts.extend(files.etc_hosts_mount);
         let input = ContainerConfigInput {
             pod,
             container,
