@@ -61,6 +61,13 @@ impl DeliveredSnapshot {
         self.latest.is_none() && self.confirmed.as_ref().is_some_and(|s| s.is(snapshot))
     }
 
+    /// Whether the latest snapshot sent was handled (none in flight, none
+    /// lost): a re-read that found exactly what the read before it found
+    /// need not even be built.
+    pub fn is_settled(&self) -> bool {
+        self.latest.is_none() && self.confirmed.is_some()
+    }
+
     /// Records that `snapshot` is being sent; returns the number to confirm
     /// with [`handled`](Self::handled) once the recipient answered.
     pub fn sending(&mut self, snapshot: &SourceSnapshot) -> u64 {
@@ -119,6 +126,7 @@ mod tests {
         let seq = d.sending(&snap(&[a.clone(), b.clone()], &[]));
         d.handled(seq);
         assert!(d.is_handled(&snap(&[a.clone(), b.clone()], &[])));
+        assert!(d.is_settled());
         // Equal content but another allocation, another order, fewer pods,
         // other errors: all sent.
         assert!(!d.is_handled(&snap(&[a.clone(), Arc::new(Pod::default())], &[])));
@@ -132,8 +140,11 @@ mod tests {
         let a = Arc::new(Pod::default());
         let one = snap(std::slice::from_ref(&a), &[]);
         let mut d = DeliveredSnapshot::default();
+        assert!(!d.is_settled(), "nothing sent yet");
         let first = d.sending(&one);
+        assert!(!d.is_settled(), "in flight");
         d.lost();
+        assert!(!d.is_settled(), "lost");
         assert!(!d.is_handled(&one), "lost in a restart: sent again");
         let second = d.sending(&one);
         let third = d.sending(&snap(&[], &[]));

@@ -85,6 +85,8 @@ impl FileStamp {
 #[derive(Debug, Default)]
 pub struct ScanCache {
     files: HashMap<PathBuf, (FileStamp, ManifestRead)>,
+    /// The last scan read the same files, all unchanged, as the one before.
+    unchanged: bool,
 }
 
 impl ScanCache {
@@ -96,6 +98,13 @@ impl ScanCache {
     /// Whether no file is remembered.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+
+    /// Whether the last [`scan_cached`] found exactly the files of the scan
+    /// before it, every one unchanged and read without error: its outcome
+    /// holds the same reads (the same pod allocations) as that scan's.
+    pub fn last_scan_unchanged(&self) -> bool {
+        self.unchanged
     }
 }
 
@@ -121,6 +130,7 @@ pub fn scan(path: &Path, node_name: &str) -> ScanOutcome {
 /// assert!(std::sync::Arc::ptr_eq(&a[0], &b[0]), "not parsed again");
 /// ```
 pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanOutcome {
+    cache.unchanged = false;
     let metadata = match fs::metadata(path) {
         Ok(metadata) => metadata,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -130,6 +140,8 @@ pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanO
         Err(e) => return ScanOutcome::Failed(e.to_string()),
     };
     let mut previous = std::mem::take(&mut cache.files);
+    // Whether every file came from the cache (and the first scan is a change).
+    let mut all_kept = !previous.is_empty();
     let mut read = |file: PathBuf, metadata: &fs::Metadata| -> Option<ManifestRead> {
         let stamp = FileStamp::of(metadata);
         if let Some((kept, read)) = previous.remove(&file)
@@ -138,6 +150,7 @@ pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanO
             cache.files.insert(file, (stamp, read.clone()));
             return Some(read);
         }
+        all_kept = false;
         let read = read_manifest(&file, node_name)?;
         if !matches!(read.result, Err(manifest::Error::Read { .. })) {
             cache.files.insert(file, (stamp, read.clone()));
@@ -145,7 +158,9 @@ pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanO
         Some(read)
     };
     if metadata.is_file() {
-        return ScanOutcome::Read(read(path.to_path_buf(), &metadata).into_iter().collect());
+        let reads: Vec<_> = read(path.to_path_buf(), &metadata).into_iter().collect();
+        cache.unchanged = all_kept && previous.is_empty();
+        return ScanOutcome::Read(reads);
     }
     if !metadata.is_dir() {
         return ScanOutcome::Failed("path is not a directory or file".to_owned());
@@ -172,6 +187,8 @@ pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanO
             Err(_) => None,
         })
         .collect();
+    // Nothing new read, nothing gone (`previous` holds the files not seen).
+    cache.unchanged = all_kept && previous.is_empty();
     ScanOutcome::Read(reads)
 }
 
@@ -322,6 +339,32 @@ mod tests {
             panic!("{outcome:?}")
         };
         reads.into_iter().flat_map(|r| r.result.unwrap_or_default()).collect()
+    }
+
+    #[test]
+    fn a_scan_is_unchanged_only_with_the_same_files_all_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.yaml", "a");
+        let mut cache = ScanCache::default();
+        let scan = |cache: &mut ScanCache| {
+            scan_cached(dir.path(), "n", cache);
+            cache.last_scan_unchanged()
+        };
+        assert!(!scan(&mut cache), "the first scan is a change");
+        assert!(scan(&mut cache));
+        write(dir.path(), "b.yaml", "b");
+        assert!(!scan(&mut cache), "a file added");
+        assert!(scan(&mut cache));
+        fs::remove_file(dir.path().join("a.yaml")).unwrap();
+        assert!(!scan(&mut cache), "a file gone");
+        fs::write(dir.path().join("bad.yaml"), [0xff, 0xfe, 0]).unwrap();
+        assert!(!scan(&mut cache));
+        assert!(!scan(&mut cache), "a read error is read again: never unchanged");
+        fs::remove_file(dir.path().join("bad.yaml")).unwrap();
+        scan(&mut cache);
+        assert!(scan(&mut cache));
+        fs::remove_dir_all(dir.path()).unwrap();
+        assert!(!scan(&mut cache), "the path gone");
     }
 
     #[test]

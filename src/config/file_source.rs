@@ -153,11 +153,18 @@ impl FileSource {
             act.scanning = false;
             match joined {
                 Ok((watch, outcome, cache)) => {
+                    let unchanged = cache.last_scan_unchanged();
                     act.scan_cache = Some(cache);
                     if let Some(watch) = watch {
                         act.apply_watch(watch);
                     }
-                    act.apply_scan(outcome, ctx);
+                    if unchanged && act.delivered.is_settled() {
+                        // The same files, unchanged, as the read whose
+                        // snapshot the pod config handled: nothing to build.
+                        tracing::trace!("static pod path unchanged since the last delivered read");
+                    } else {
+                        act.apply_scan(outcome, ctx);
+                    }
                 }
                 Err(e) => tracing::error!(error = %e, "static pod path read task failed"),
             }
