@@ -88,6 +88,28 @@ impl WorkerKey {
 
 const KINDS: [ProbeKind; 3] = [ProbeKind::Startup, ProbeKind::Readiness, ProbeKind::Liveness];
 
+/// The containers of `pod` that can be probed: the regular ones and the
+/// restartable init containers (sidecars).
+fn probed_containers(pod: &Pod) -> impl Iterator<Item = &k8s_openapi::api::core::v1::Container> {
+    let spec = pod.spec.as_ref();
+    let sidecars = spec
+        .and_then(|s| s.init_containers.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    spec.map(|s| s.containers.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .chain(sidecars)
+}
+
+/// Whether any container of `pod` that can be probed has a probe: a pass
+/// looks up the status of those pods only (at 10k pods without probes a
+/// full pass read 10,000 statuses to start no worker).
+pub fn has_probes(pod: &Pod) -> bool {
+    probed_containers(pod).any(|c| KINDS.iter().any(|&kind| probe_of(c, kind).is_some()))
+}
+
 /// The workers that should exist, given the desired pods with their API
 /// status and the workers that exist now. See the [module docs](self).
 pub fn desired_workers<'a>(
@@ -102,13 +124,7 @@ pub fn desired_workers<'a>(
         }
         let uid = pod_uid(pod);
         let deleting = pod.metadata.deletion_timestamp.is_some();
-        let Some(spec) = pod.spec.as_ref() else { continue };
-        let sidecars = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-        for container in spec.containers.iter().chain(sidecars) {
+        for container in probed_containers(pod) {
             let running = container_status(status, &container.name)
                 .and_then(|s| s.state.as_ref())
                 .is_some_and(|s| s.running.is_some());
@@ -202,12 +218,16 @@ impl ProberManager {
         self.seen = Some(generations);
         self.last_full = Some(tokio::time::Instant::now());
         let pods = self.deps.pods.pods();
-        let statuses: Vec<_> = pods
+        let probed: Vec<_> = pods.iter().filter(|d| has_probes(&d.pod)).collect();
+        let statuses: Vec<_> = probed
             .iter()
             .map(|d| self.deps.statuses.status(&pod_uid(&d.pod)))
             .collect();
         let existing = self.existing();
-        let inputs = pods.iter().zip(&statuses).map(|(d, s)| (d.pod.as_ref(), s.as_deref()));
+        let inputs = probed
+            .iter()
+            .zip(&statuses)
+            .map(|(d, s)| (d.pod.as_ref(), s.as_deref()));
         let desired = desired_workers(inputs, &existing);
         for key in desired.iter().filter(|k| !existing.contains(k)) {
             self.start_worker(key);
@@ -217,8 +237,12 @@ impl ProberManager {
             let _ = self.supervisor.do_send(StopChild(key.child_name()));
             self.deps.store.remove_worker(&key.uid, &key.container, key.kind);
         }
+        let stored = self.deps.store.pods();
+        if stored.is_empty() {
+            return;
+        }
         let wanted: HashSet<PodUid> = pods.iter().map(|d| pod_uid(&d.pod)).collect();
-        for uid in self.deps.store.pods() {
+        for uid in stored {
             if !wanted.contains(&uid) {
                 self.deps.store.remove_pod(&uid);
             }

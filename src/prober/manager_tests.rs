@@ -112,3 +112,20 @@ fn child_names_round_trip() {
     assert_eq!(WorkerKey::parse("pod-u1"), None);
     assert_eq!(WorkerKey::parse("probe-bogus-app.u1"), None);
 }
+
+#[test]
+fn only_pods_with_a_probe_on_a_probed_container_count() {
+    assert!(has_probes(&pod(POD)));
+    let plain = pod("metadata: {name: p, uid: u2}\nspec:\n  containers: [{name: app, image: busybox}]\n");
+    assert!(!has_probes(&plain));
+    // A probe on a plain init container is never run; on a sidecar it is.
+    let init_only = pod(
+        "metadata: {name: p, uid: u3}\nspec:\n  initContainers: [{name: i, image: b, readinessProbe: {exec: {command: [x]}}}]\n  containers: [{name: app, image: b}]\n",
+    );
+    assert!(!has_probes(&init_only));
+    let sidecar = pod(
+        "metadata: {name: p, uid: u4}\nspec:\n  initContainers: [{name: s, image: b, restartPolicy: Always, startupProbe: {exec: {command: [x]}}}]\n  containers: [{name: app, image: b}]\n",
+    );
+    assert!(has_probes(&sidecar));
+    assert!(!has_probes(&pod("metadata: {name: p, uid: u5}\n")), "no spec");
+}
