@@ -128,6 +128,7 @@ pub fn assemble(inputs: VolumeInputs) -> VolumeSystem {
         resync: inputs.resync,
         terminated: inputs.terminated,
         refs_generation: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
+        with_volumes: reconcile::WithVolumes::default(),
     };
     let period = inputs.period;
     let spec = ChildSpec::new("volume-manager", move || VolumeManager::new(deps.clone(), period)).mailbox_capacity(64);

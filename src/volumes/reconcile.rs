@@ -56,6 +56,35 @@ pub struct ReconcileDeps {
     /// The pod generation whose references were last handed to the object
     /// managers (`u64::MAX`: never).
     pub refs_generation: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The pods with volumes not being deleted, as of a pod generation
+    /// ([`WithVolumes`]).
+    pub with_volumes: WithVolumes,
+}
+
+/// The pods of the pod manager that declare volumes and are not being
+/// deleted, kept with the pod generation they were picked at: a pass picks
+/// them again only when the pods changed (at 10k pods without volumes the
+/// walk over every pod each second was a quarter of an idle node's CPU).
+#[derive(Clone, Debug, Default)]
+pub struct WithVolumes(Arc<std::sync::Mutex<Option<Picked>>>);
+
+/// A pod generation and the pods picked at it.
+type Picked = (u64, Vec<Arc<Pod>>);
+
+impl WithVolumes {
+    /// The pods of `pods` with volumes and no deletion timestamp.
+    pub fn of(&self, pods: &PodManager) -> Vec<Arc<Pod>> {
+        let generation = pods.generation();
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match kept.as_ref() {
+            Some((seen, list)) if *seen == generation => list.clone(),
+            _ => {
+                let list = pods.pods_where(|p| has_volumes(p) && p.metadata.deletion_timestamp.is_none());
+                *kept = Some((generation, list.clone()));
+                list
+            }
+        }
+    }
 }
 
 /// Whether `pod` declares any volume.
@@ -122,9 +151,8 @@ pub async fn reconcile_once(deps: &ReconcileDeps) {
     // Only pods with volumes have anything to set up or tear down (a pod's
     // volumes never change); at 10k pods without volumes the pass was a
     // tenth of an idle node's CPU when it looked at every pod every second.
-    let desired: Vec<Arc<Pod>> = deps
-        .pods
-        .pods_where(|p| has_volumes(p) && p.metadata.deletion_timestamp.is_none() && !terminated(p));
+    let mut desired = deps.with_volumes.of(&deps.pods);
+    desired.retain(|p| !terminated(p));
     futures::stream::iter(desired.iter().cloned())
         .for_each_concurrent(PARALLEL_PODS, |pod| sync_pod_volumes(deps, pod))
         .await;
@@ -162,5 +190,52 @@ pub async fn reconcile_once(deps: &ReconcileDeps) {
             }
             Err(e) => tracing::warn!(pod_uid = %uid, error = %e, "tearing down pod volumes failed; retrying"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::pod_update::PodSource;
+
+    fn pod(uid: &str, volume: bool) -> Arc<Pod> {
+        let yaml = if volume {
+            format!(
+                "metadata: {{name: {uid}, uid: {uid}}}\nspec:\n  containers: [{{name: c, image: x}}]\n  volumes: [{{name: v, emptyDir: {{}}}}]\n"
+            )
+        } else {
+            format!("metadata: {{name: {uid}, uid: {uid}}}\nspec:\n  containers: [{{name: c, image: x}}]\n")
+        };
+        Arc::new(serde_yaml_ng::from_str(&yaml).unwrap())
+    }
+
+    fn names(pods: &[Arc<Pod>]) -> Vec<String> {
+        let mut v: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn pods_with_volumes_are_picked_again_only_when_the_pods_changed() {
+        let pods = PodManager::new();
+        pods.upsert(pod("a", true), PodSource::File);
+        pods.upsert(pod("b", false), PodSource::File);
+        let with = WithVolumes::default();
+        let first = with.of(&pods);
+        assert_eq!(names(&first), ["a"]);
+        assert!(
+            Arc::ptr_eq(&with.of(&pods)[0], &first[0]),
+            "unchanged pods: the kept list"
+        );
+        pods.upsert(pod("c", true), PodSource::File);
+        assert_eq!(names(&with.of(&pods)), ["a", "c"], "an added pod");
+        let mut deleting = Pod::clone(&pod("a", true));
+        deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+        pods.upsert(Arc::new(deleting), PodSource::File);
+        assert_eq!(names(&with.of(&pods)), ["c"], "a pod being deleted");
+        pods.remove(&"c".into());
+        assert!(with.of(&pods).is_empty(), "a removed pod");
     }
 }
