@@ -24,13 +24,11 @@ mod kill_child;
 #[path = "support/system.rs"]
 mod support;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use actlet::actors::supervisor::ChildState;
-use actlet::cri::Runtime;
 use actlet::cri::mock::{Behaviour, MockRuntime};
-use actlet::cri::v1::{PodSandboxConfig, PodSandboxMetadata, PodSandboxState, RunPodSandboxRequest};
+use actlet::cri::v1::PodSandboxState;
 use kill_child::{assert_restarted_after_kills, kill_child};
 use support::{Node, pod, run_paused, uid_of};
 use tokio::time::{Instant, sleep};
@@ -94,29 +92,7 @@ spec:
     );
 
     // Housekeeping still runs: an orphan sandbox nobody wants is stopped.
-    let labels: HashMap<String, String> = [
-        ("io.kubernetes.pod.uid", "u-orphan"),
-        ("io.kubernetes.pod.name", "orphan"),
-        ("io.kubernetes.pod.namespace", "default"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    mock.run_pod_sandbox(RunPodSandboxRequest {
-        config: Some(PodSandboxConfig {
-            metadata: Some(PodSandboxMetadata {
-                name: "orphan".into(),
-                uid: "u-orphan".into(),
-                namespace: "default".into(),
-                attempt: 0,
-            }),
-            labels,
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-    .await
-    .expect("orphan sandbox");
+    support::orphan(&mock, "orphan").await;
     node.wait_for("orphan sandbox stopped by housekeeping", Duration::from_secs(30), |n| {
         let s = n.sandboxes("orphan");
         !s.is_empty() && s.iter().all(|s| s.state() == PodSandboxState::SandboxNotready)

@@ -7,43 +7,13 @@
 #[path = "support/system.rs"]
 mod support;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use actlet::cri::Runtime;
 use actlet::cri::mock::MockRuntime;
 use actlet::cri::v1::*;
 use actlet::sync_loop::housekeeping::FULL_PASS_PERIOD;
-use support::{Node, pod, run_paused, uid_of};
+use support::{Node, orphan, pod, run_paused, uid_of};
 use tokio::time::sleep;
-
-/// An orphan: a sandbox with the kubelet's labels for a pod no source wants.
-async fn orphan(mock: &MockRuntime, name: &str) {
-    let uid = format!("u-{name}");
-    let labels: HashMap<String, String> = [
-        ("io.kubernetes.pod.uid", uid.as_str()),
-        ("io.kubernetes.pod.name", name),
-        ("io.kubernetes.pod.namespace", "default"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    mock.run_pod_sandbox(RunPodSandboxRequest {
-        config: Some(PodSandboxConfig {
-            metadata: Some(PodSandboxMetadata {
-                name: name.into(),
-                uid,
-                namespace: "default".into(),
-                attempt: 0,
-            }),
-            labels,
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-    .await
-    .unwrap_or_else(|e| panic!("orphan sandbox {name}: {e}"));
-}
 
 /// A quiet node skips passes over unchanged inputs; orphans created at
 /// different points between forced full passes are each stopped within a

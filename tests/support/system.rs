@@ -355,3 +355,34 @@ impl Node {
         }
     }
 }
+
+/// An orphan: a sandbox with the kubelet's labels for a pod no source wants.
+pub async fn orphan(mock: &MockRuntime, name: &str) {
+    let uid = format!("u-{name}");
+    let labels: std::collections::HashMap<String, String> = [
+        ("io.kubernetes.pod.uid", uid.as_str()),
+        ("io.kubernetes.pod.name", name),
+        ("io.kubernetes.pod.namespace", "default"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    actlet::cri::Runtime::run_pod_sandbox(
+        mock,
+        actlet::cri::v1::RunPodSandboxRequest {
+            config: Some(actlet::cri::v1::PodSandboxConfig {
+                metadata: Some(actlet::cri::v1::PodSandboxMetadata {
+                    name: name.into(),
+                    uid,
+                    namespace: "default".into(),
+                    attempt: 0,
+                }),
+                labels,
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("orphan sandbox {name}: {e}"));
+}
