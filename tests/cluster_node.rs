@@ -136,13 +136,20 @@ fn node_registers_ready_patches_only_changes_and_follows_the_runtime() {
             patch["status"]["$setElementOrder/conditions"][3],
             json!({"type": "Ready"})
         );
-        assert!(
+        // Observers and the handle learn of the change once the patch's answer is back,
+        // a moment after the API server shows it.
+        eventually("observers told of NotReady", T, || {
             h.seen
                 .changes()
                 .iter()
                 .any(|c| c.type_ == "Ready" && c.status == "False" && c.reason == "KubeletNotReady")
-        );
-        assert_eq!(handle.ready(), Some(false));
+                .then_some(())
+        })
+        .await;
+        eventually("the handle knows NotReady", T, || {
+            (handle.ready() == Some(false)).then_some(())
+        })
+        .await;
         h.mock.set_down(false);
         let again = eventually("Ready again", T, || ready_is(&server, "True")).await;
         assert_eq!(
