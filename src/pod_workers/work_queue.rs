@@ -44,15 +44,11 @@ impl WorkQueue {
     /// Removes and returns every pod due at `now`, sorted by UID.
     pub fn take_due(&mut self, now: Instant) -> Vec<PodUid> {
         let mut out = Vec::new();
-        while let Some((at, _)) = self.by_time.first() {
-            if *at > now {
-                break;
+        while self.by_time.first().is_some_and(|(at, _)| *at <= now) {
+            if let Some((_, uid)) = self.by_time.pop_first() {
+                self.due.remove(&uid);
+                out.push(uid);
             }
-            let Some((_, uid)) = self.by_time.pop_first() else {
-                break;
-            };
-            self.due.remove(&uid);
-            out.push(uid);
         }
         out.sort();
         out
