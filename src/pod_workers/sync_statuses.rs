@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::time::Instant;
 
-use crate::actors::supervisor::ChildRef;
+use crate::actors::supervisor::{ChildRef, CloseCount};
 use crate::messages::PodUid;
 use crate::messages::pod_work::{UpdatePod, WorkerState};
 
@@ -108,7 +108,11 @@ impl PodSyncStatus {
 /// assert!(statuses.is_terminating_by_full_name("ns/web"));
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct PodSyncStatuses(Arc<Mutex<Records>>);
+pub struct PodSyncStatuses {
+    records: Arc<Mutex<Records>>,
+    /// Closes of the workers' mailboxes ([`worker_closes`](Self::worker_closes)).
+    worker_closes: CloseCount,
+}
 
 /// The records, and the UIDs per full name (the static-pod start gate and
 /// mirror-pod checks ask by full name once per pod: no scans of 10,000).
@@ -166,7 +170,7 @@ impl Records {
 
 impl PodSyncStatuses {
     fn lock(&self) -> MutexGuard<'_, Records> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.records.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on the record of `uid`, creating it if needed.
@@ -218,6 +222,14 @@ impl PodSyncStatuses {
             s.mark_terminating();
             s.kill = Some(kill.clone());
         });
+    }
+
+    /// Where the workers' mailboxes count their closes
+    /// ([`ChildSpec::count_closes`](crate::actors::supervisor::ChildSpec::count_closes)):
+    /// while it is unchanged, no worker was lost and
+    /// [`lost_workers`](Self::lost_workers) would find none it did not before.
+    pub fn worker_closes(&self) -> &CloseCount {
+        &self.worker_closes
     }
 
     /// Pods whose worker is gone (its mailbox closed: the `pod-workers`

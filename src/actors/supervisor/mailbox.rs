@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 
@@ -28,6 +29,36 @@ pub(crate) struct Mailbox<A: Actor> {
 struct Chan<A: Actor> {
     tx: Option<mpsc::Sender<Env<A>>>,
     rx: Option<SharedReceiver<A>>,
+    closes: Option<CloseCount>,
+}
+
+/// How many times the mailboxes it was given to
+/// ([`ChildSpec::count_closes`](super::ChildSpec::count_closes)) were closed:
+/// their child retired, or lost with its supervisor. A reader that saw a
+/// count sees those mailboxes closed; one that finds it unchanged knows
+/// none closed since, and can skip a walk over their
+/// [`ChildRef`](super::ChildRef)s.
+///
+/// ```
+/// # use actlet::actors::supervisor::*;
+/// # use actlet::testing::toy::*;
+/// # actlet::testing::run_paused(async {
+/// let closes = CloseCount::default();
+/// let spec = ChildSpec::new("counter", || Counter(0)).count_closes(closes.clone());
+/// let root = SupervisorSpec::new("root").child(spec).start_root();
+/// assert_eq!(closes.get(), 0);
+/// root.stop_child("counter").await.unwrap();
+/// assert_eq!(closes.get(), 1);
+/// # });
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct CloseCount(Arc<AtomicU64>);
+
+impl CloseCount {
+    /// Closes counted so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 impl<A: Actor> Mailbox<A> {
@@ -36,7 +67,11 @@ impl<A: Actor> Mailbox<A> {
         assert!(capacity > 0, "a mailbox needs a capacity of at least 1");
         let mailbox = Self {
             capacity,
-            chan: Mutex::new(Chan { tx: None, rx: None }),
+            chan: Mutex::new(Chan {
+                tx: None,
+                rx: None,
+                closes: None,
+            }),
         };
         mailbox.open();
         Arc::new(mailbox)
@@ -91,8 +126,21 @@ impl<A: Actor> Mailbox<A> {
     /// soon as no instance holds the receiver.
     pub(crate) fn close(&self) {
         let mut chan = self.lock();
-        chan.tx = None;
+        let was_open = chan.tx.take().is_some();
         chan.rx = None;
+        if was_open && let Some(closes) = &chan.closes {
+            closes.0.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Counts this mailbox's closes in `closes` from now on.
+    pub(crate) fn count_closes(&self, closes: CloseCount) {
+        self.lock().closes = Some(closes);
+    }
+
+    /// Where this mailbox's closes are counted, if anywhere.
+    pub(crate) fn counted_closes(&self) -> Option<CloseCount> {
+        self.lock().closes.clone()
     }
 }
 

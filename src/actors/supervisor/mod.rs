@@ -204,6 +204,7 @@ pub use backoff::{Criticality, RestartBackoff};
 pub use child_ref::{ChildRef, SendError, SupervisedRecipient, TrySendError};
 pub use declared::DeclaredChild;
 pub use exit::{ExitReason, fail};
+pub use mailbox::CloseCount;
 pub use messages::{GetTree, KillChild, Shutdown, ShutdownReport, StartChild, StopChild, SupervisorError};
 pub use root::{RootFailure, RootFailureHook, RootSupervisor, stop_system_on_root_failure};
 #[cfg(unix)]

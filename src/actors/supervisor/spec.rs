@@ -15,7 +15,7 @@ use super::child_ref::ChildRef;
 pub use super::context::ChildContext;
 use super::exit::{ExitReason, panic_message};
 use super::instance::{ExitNotifier, InstanceControl, remote_control, run_contained, spawn_contained};
-use super::mailbox::{Mailbox, MailboxDrain, MailboxGauge};
+use super::mailbox::{CloseCount, Mailbox, MailboxDrain, MailboxGauge};
 use super::strategy::RestartPolicy;
 
 /// Default mailbox capacity of a child.
@@ -355,7 +355,17 @@ impl<A: Actor<Context = Context<A>>> ChildSpec<A> {
     /// assert_eq!(counter_ref.do_send(Add(3)), Err(SendError::Full));
     /// ```
     pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
-        self.mailbox = Mailbox::new(capacity);
+        let mailbox = Mailbox::new(capacity);
+        if let Some(closes) = self.mailbox.counted_closes() {
+            mailbox.count_closes(closes);
+        }
+        self.mailbox = mailbox;
+        self
+    }
+
+    /// Counts each close of this child's mailbox in `closes` (see [`CloseCount`]).
+    pub fn count_closes(self, closes: CloseCount) -> Self {
+        self.mailbox.count_closes(closes);
         self
     }
 

@@ -10,7 +10,8 @@ use tokio::sync::oneshot;
 
 use super::{Crash, FailWith, Log, Ping, Plain, Quit, WhoAmI, ev, run, settle, worker};
 use crate::actors::supervisor::{
-    ChildSpec, ChildState, ExitReason, GetTree, RestartPolicy, SendError, SupervisorError, SupervisorSpec,
+    ChildSpec, ChildState, CloseCount, ExitReason, GetTree, KillChild, RestartPolicy, SendError, StartChild, StopChild,
+    SupervisorError, SupervisorSpec,
 };
 
 #[test]
@@ -197,6 +198,38 @@ fn stopping_a_child_on_purpose_does_not_count_as_restart() {
         let _ = a_ref.send(Crash).await; // the second one exceeds it
         assert!(matches!(root.wait().await, ExitReason::Failed(_)));
         assert_eq!(&log.events()[..7], ev!["a+1", "x+1", "x-1", "x+1", "x-1", "x+1", "x-1"]);
+    });
+}
+
+#[test]
+fn close_counts_see_retired_and_lost_children_but_not_restarts() {
+    run(|| async {
+        let log = Log::default();
+        let closes = CloseCount::default();
+        let sub = SupervisorSpec::new("sub").into_child_spec();
+        let sub_ref = sub.child_ref();
+        let root = SupervisorSpec::new("root").child(sub).start_root();
+        let (x, y) = (worker("x", &log).count_closes(closes.clone()), worker("y", &log));
+        // A later capacity keeps the counter.
+        let y = y.count_closes(closes.clone()).mailbox_capacity(8);
+        let (x_ref, y_ref) = (x.child_ref(), y.child_ref());
+        sub_ref.send(StartChild(x.into())).await.unwrap().unwrap();
+        sub_ref.send(StartChild(y.into())).await.unwrap().unwrap();
+        assert_eq!(x_ref.send(Ping).await, Ok(1));
+
+        let _ = x_ref.send(Crash).await;
+        settle().await;
+        assert_eq!(x_ref.send(Ping).await, Ok(1), "restarted: a fresh instance");
+        assert_eq!(closes.get(), 0, "a restart keeps the mailbox open");
+
+        sub_ref.send(StopChild("y".into())).await.unwrap().unwrap();
+        assert_eq!((closes.get(), y_ref.send(Ping).await), (1, Err(SendError::Closed)));
+
+        // The sub-supervisor dies: its dynamic children are lost with it.
+        root.addr().send(KillChild("sub".into())).await.unwrap().unwrap();
+        settle().await;
+        assert_eq!(x_ref.send(Ping).await, Err(SendError::Closed));
+        assert_eq!(closes.get(), 2, "each mailbox's close is counted once");
     });
 }
 
