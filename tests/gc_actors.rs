@@ -15,6 +15,7 @@ use actlet::gc::{
 };
 use actlet::kubelet::WallClock;
 use actlet::messages::event::RecordEvent;
+use actlet::pleg::PodCache;
 use actlet::pod_manager::PodManager;
 use actlet::pod_workers::PodSyncStatuses;
 use actlet::sync_loop::SyncLoopState;
@@ -169,6 +170,7 @@ fn container_gc_waits_for_sources_and_reports_failures() {
             events,
             node_name: "node-a".into(),
             wall_clock: WallClock::default(),
+            runtime_cache: None,
         };
         let _root = SupervisorSpec::new("root")
             .child(ChildSpec::new("container-gc", move || ContainerGc::new(deps.clone())))
@@ -193,5 +195,65 @@ fn container_gc_waits_for_sources_and_reports_failures() {
         sleep(CONTAINER_GC_PERIOD).await;
         assert!(mock.snapshot().sandboxes.is_empty(), "retried and removed");
         assert_eq!(reasons(&seen), ["ContainerGCFailed"]);
+    });
+}
+
+/// A period whose inputs did not move since a round that removed nothing
+/// lists nothing; a change the PLEG's cache saw runs the next round, and a
+/// full round runs every 10 periods for what none of the inputs see.
+#[test]
+fn quiet_container_rounds_are_skipped_until_an_input_moves() {
+    run_paused(async {
+        let mock = MockRuntime::new();
+        let cache = PodCache::new();
+        let sync_state = SyncLoopState::default();
+        sync_state.lock().sources_ready = true;
+        let tmp = tempfile::tempdir().unwrap();
+        let (events, _seen) = recorder();
+        let deps = ContainerGcDeps {
+            runtime: Arc::new(mock.clone()),
+            pods: PodManager::new(),
+            pod_sync_statuses: PodSyncStatuses::default(),
+            sync_state,
+            policy: ContainerGcPolicy::default(),
+            period: CONTAINER_GC_PERIOD,
+            pod_logs_dir: tmp.path().to_path_buf(),
+            container_logs_dir: None,
+            cgroup_mount: None,
+            systemd_slices: None,
+            state: GcState::new(),
+            events,
+            node_name: "node-a".into(),
+            wall_clock: WallClock::default(),
+            runtime_cache: Some(cache.clone()),
+        };
+        let lists = || mock.calls_to("ListPodSandbox").len();
+        let _root = SupervisorSpec::new("root")
+            .child(ChildSpec::new("container-gc", move || ContainerGc::new(deps.clone())))
+            .start_root();
+        sleep(Duration::from_secs(1)).await;
+        let first = lists();
+        assert!(first > 0, "the first round lists the runtime");
+        sleep(CONTAINER_GC_PERIOD * 3).await;
+        assert_eq!(lists(), first, "three quiet periods skipped");
+
+        // A sandbox stops and the PLEG sees it: the next period collects.
+        let orphan = dead_sandbox(&mock, "orphan").await;
+        cache.set("orphan".into(), None, None, tokio::time::Instant::now());
+        sleep(CONTAINER_GC_PERIOD).await;
+        assert!(mock.snapshot().sandboxes.is_empty(), "{orphan} collected");
+
+        // One the PLEG never saw waits for the full round, 10 periods after
+        // the last clean one.
+        sleep(CONTAINER_GC_PERIOD * 2).await;
+        let ghost = dead_sandbox(&mock, "ghost").await;
+        let before = lists();
+        sleep(CONTAINER_GC_PERIOD * 5).await;
+        assert_eq!((lists(), mock.snapshot().sandboxes.len()), (before, 1), "skipped");
+        sleep(CONTAINER_GC_PERIOD * 4).await;
+        assert!(
+            mock.snapshot().sandboxes.is_empty(),
+            "{ghost} collected by the full round"
+        );
     });
 }

@@ -6,9 +6,13 @@
 //! pods. A failed round is logged and recorded as a `ContainerGCFailed`
 //! Warning event on the node.
 //!
+//! A period whose inputs did not move since a round that removed nothing
+//! is skipped ([`super::quiet`]).
+//!
 //! The actor holds no state of its own: liveness is read fresh each round,
-//! and the round lock lives in [`GcState`]; removals run as tasks of their
-//! own ([`super::exec`]), so a restart never cancels nor overlaps them.
+//! and the round lock and the last quiet round live in [`GcState`];
+//! removals run as tasks of their own ([`super::exec`]), so a restart
+//! never cancels nor overlaps them.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -21,6 +25,7 @@ use super::error::GcError;
 use super::exec::{self, LogDirs, RoundGuard, detached};
 use super::liveness::PodLiveness;
 use super::policy::ContainerGcPolicy;
+use super::quiet::RoundMarks;
 use super::state::GcState;
 use crate::clock::WallClock;
 use crate::cri::{SharedRuntime, v1};
@@ -62,6 +67,24 @@ pub struct ContainerGcDeps {
     pub node_name: String,
     /// The wall clock container creation times are compared with.
     pub wall_clock: WallClock,
+    /// The PLEG's pod cache: with it, a period whose inputs did not move
+    /// since a round that removed nothing is skipped ([`super::quiet`]);
+    /// `None`: every period runs a round.
+    pub runtime_cache: Option<crate::pleg::PodCache>,
+}
+
+impl ContainerGcDeps {
+    /// The generations of a round's inputs now; `None` when rounds are
+    /// never skipped (no pod cache, or a `min_age` that lets time alone
+    /// make a container removable).
+    fn marks(&self) -> Option<RoundMarks> {
+        let cache = self.runtime_cache.as_ref().filter(|_| self.policy.min_age.is_zero())?;
+        Some(RoundMarks {
+            pods: self.pods.generation(),
+            workers: self.pod_sync_statuses.generation(),
+            runtime: cache.generation(),
+        })
+    }
 }
 
 /// What one round removed.
@@ -93,11 +116,29 @@ impl ContainerGc {
             tracing::debug!("container GC: the previous round is still running");
             return;
         };
+        // Read before the round lists: a change while it runs moves them.
+        let marks = self.deps.marks();
+        if let Some(marks) = marks
+            && self.deps.state.container_quiet().skip(marks)
+        {
+            tracing::debug!(
+                ?marks,
+                "container GC: nothing changed since a round that removed nothing; skipped"
+            );
+            return;
+        }
         let deps = self.deps.clone();
         ctx.spawn(
-            async move { round(&deps, guard).await }
-                .into_actor(self)
-                .map(|result, act, _| act.finished(result)),
+            async move {
+                let result = round(&deps, guard).await;
+                if let Some(marks) = marks {
+                    let clean = matches!(result, Ok(Some(r)) if r == ContainerRound::default());
+                    deps.state.container_quiet().finished(marks, clean);
+                }
+                result
+            }
+            .into_actor(self)
+            .map(|result, act, _| act.finished(result)),
         );
     }
 

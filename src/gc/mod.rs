@@ -4,7 +4,8 @@
 //! Two supervised actors, thin shells around pure decisions:
 //! - `container-gc` ([`ContainerGc`], every 1 min): decisions in
 //!   [`containers`] and [`cgroups`] (pod cgroups of removed pods), pod
-//!   liveness in [`liveness`];
+//!   liveness in [`liveness`]; a round is skipped while none of its inputs
+//!   moved since one that removed nothing ([`quiet`]);
 //! - `image-gc` ([`ImageGc`], every 5 min): decisions in [`images`], disk
 //!   usage from an [`ImageFsSource`] ([`image_fs`]).
 //!
@@ -24,6 +25,7 @@ pub mod image_fs;
 pub mod images;
 pub mod liveness;
 pub mod policy;
+pub mod quiet;
 pub mod reclaim;
 pub mod state;
 
@@ -63,6 +65,8 @@ pub struct GcInputs<'a> {
     pub events: EventRecorder,
     /// systemd, when pod slices are its units.
     pub systemd_slices: Option<std::sync::Arc<crate::cm::systemd::SystemdSlices>>,
+    /// The PLEG's pod cache (quiet container rounds are skipped; `None`: never).
+    pub runtime_cache: Option<crate::pleg::PodCache>,
 }
 
 /// The `container-gc` and `image-gc` children (no `image-gc` when image
@@ -85,6 +89,7 @@ pub fn children(i: GcInputs<'_>) -> (Vec<AnyChildSpec>, GcReclaim) {
         node_name: c.node_name.clone(),
         wall_clock: c.wall_clock.clone(),
         systemd_slices: i.systemd_slices.clone(),
+        runtime_cache: i.runtime_cache,
     };
     let mut reclaim = GcReclaim {
         container: container.clone(),

@@ -8,10 +8,12 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 use tokio::time::Instant;
 
 use super::images::ImageRecords;
+use super::quiet::QuietRounds;
 
 /// The GC actors' state that outlives their instances: the image records
 /// (first detected / last used), when image GC began, whether the previous
-/// round failed, and one lock per GC kind held by a round and by its
+/// round failed, the last quiet container round ([`QuietRounds`]), and one
+/// lock per GC kind held by a round and by its
 /// removals, so a restarted actor never starts a round while the removals
 /// of its predecessor's are still in flight.
 #[derive(Clone, Debug)]
@@ -23,6 +25,7 @@ pub struct GcState {
     pub(crate) image_failed: Arc<AtomicBool>,
     container_round: Arc<AsyncMutex<()>>,
     image_round: Arc<AsyncMutex<()>>,
+    container_quiet: Arc<Mutex<QuietRounds>>,
 }
 
 impl Default for GcState {
@@ -34,6 +37,7 @@ impl Default for GcState {
             image_failed: Arc::default(),
             container_round: Arc::default(),
             image_round: Arc::default(),
+            container_quiet: Arc::default(),
         }
     }
 }
@@ -47,6 +51,11 @@ impl GcState {
     /// The image records.
     pub fn images(&self) -> MutexGuard<'_, ImageRecords> {
         self.images.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The container GC's last quiet round.
+    pub(crate) fn container_quiet(&self) -> MutexGuard<'_, QuietRounds> {
+        self.container_quiet.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A closure forgetting a removed image in the records.

@@ -34,6 +34,8 @@ pub(super) struct ManagerInputs<'a> {
     pub shutdown_gauges: crate::nodeshutdown::ShutdownGauges,
     /// systemd, when pod slices are its units (the GC stops them).
     pub systemd_slices: Option<std::sync::Arc<crate::cm::systemd::SystemdSlices>>,
+    /// The PLEG's pod cache (the container GC skips quiet rounds by it).
+    pub runtime_cache: crate::pleg::PodCache,
 }
 
 /// The managers' children, and where shutdown events go (`None`: graceful
@@ -51,6 +53,7 @@ pub(super) fn node_managers(
         state: crate::gc::GcState::new(),
         events: i.events.clone(),
         systemd_slices: i.systemd_slices.clone(),
+        runtime_cache: Some(i.runtime_cache),
     });
     if config.eviction.thresholds.is_empty() && !config.eviction.local_storage_capacity_isolation {
         tracing::info!("no eviction thresholds and localStorageCapacityIsolation off: eviction manager off");

@@ -88,6 +88,7 @@ pub(super) fn declare(
         evictions: s.metrics.evictions(),
         shutdown_gauges: s.metrics.shutdown(),
         systemd_slices: s.cgroups.systemd_slices(),
+        runtime_cache: s.cache.clone(),
     });
 
     let root = SupervisorSpec::new("root")
