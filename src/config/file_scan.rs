@@ -25,10 +25,13 @@
 //! symlinks) and reads only files whose stamp changed; an unchanged file's
 //! pods are then the very same allocations (the merge sees them unchanged
 //! without comparing). Read errors are not kept: the next scan tries again.
+//! A scan that finds the same files, all unchanged, copies nothing
+//! ([`ScanOutcome::Unchanged`]): an idle node's re-read is a listing and a
+//! `stat` per file.
 //!
 //! [`FileSource`]: crate::config::FileSource
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
@@ -44,6 +47,10 @@ use crate::config::static_pod::{ManifestOrigin, load_static_pods};
 pub enum ScanOutcome {
     /// The path exists: one read per manifest, in name order.
     Read(Vec<ManifestRead>),
+    /// The same files as the last scan with the same cache, every one
+    /// unchanged and read without error: that scan's reads
+    /// ([`ScanCache::reads`]) stand ([`scan_cached`] only).
+    Unchanged,
     /// The path does not exist.
     Missing,
     /// The path could not be listed; the reason.
@@ -84,7 +91,8 @@ impl FileStamp {
 /// ([`scan_cached`]). Owned by the file source; losing it only costs a parse.
 #[derive(Debug, Default)]
 pub struct ScanCache {
-    files: HashMap<PathBuf, (FileStamp, ManifestRead)>,
+    /// By file name (a file path: by the path), so in name order.
+    files: BTreeMap<String, (FileStamp, ManifestRead)>,
     /// The last scan read the same files, all unchanged, as the one before.
     unchanged: bool,
 }
@@ -106,6 +114,12 @@ impl ScanCache {
     pub fn last_scan_unchanged(&self) -> bool {
         self.unchanged
     }
+
+    /// The reads of the files remembered, in name order (the same pod
+    /// allocations as the scans that read them).
+    pub fn reads(&self) -> Vec<ManifestRead> {
+        self.files.values().map(|(_, read)| read.clone()).collect()
+    }
 }
 
 /// Scans `path` (a directory or a file) and loads every manifest for `node_name`.
@@ -115,7 +129,9 @@ pub fn scan(path: &Path, node_name: &str) -> ScanOutcome {
 
 /// [`scan`], reading only the files whose [`FileStamp`] differs from what
 /// `cache` holds; `cache` then holds this scan's files (a file gone is
-/// forgotten).
+/// forgotten). When the scan finds exactly the files of the last one, all
+/// unchanged, it answers [`ScanOutcome::Unchanged`] without copying a read:
+/// [`ScanCache::reads`] has them.
 ///
 /// ```
 /// use actlet::config::file_scan::{ScanCache, ScanOutcome, scan_cached};
@@ -123,10 +139,11 @@ pub fn scan(path: &Path, node_name: &str) -> ScanOutcome {
 /// let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c, image: x}]}\n";
 /// std::fs::write(dir.path().join("web.yaml"), pod).unwrap();
 /// let mut cache = ScanCache::default();
-/// let first = scan_cached(dir.path(), "node-1", &mut cache);
+/// let ScanOutcome::Read(first) = scan_cached(dir.path(), "node-1", &mut cache) else { panic!() };
 /// let again = scan_cached(dir.path(), "node-1", &mut cache);
-/// let (ScanOutcome::Read(a), ScanOutcome::Read(b)) = (first, again) else { panic!() };
-/// let (a, b) = (a[0].result.as_ref().unwrap(), b[0].result.as_ref().unwrap());
+/// assert!(matches!(again, ScanOutcome::Unchanged));
+/// let kept = cache.reads();
+/// let (a, b) = (first[0].result.as_ref().unwrap(), kept[0].result.as_ref().unwrap());
 /// assert!(std::sync::Arc::ptr_eq(&a[0], &b[0]), "not parsed again");
 /// ```
 pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanOutcome {
@@ -139,56 +156,70 @@ pub fn scan_cached(path: &Path, node_name: &str, cache: &mut ScanCache) -> ScanO
         }
         Err(e) => return ScanOutcome::Failed(e.to_string()),
     };
-    let mut previous = std::mem::take(&mut cache.files);
-    // Whether every file came from the cache (and the first scan is a change).
-    let mut all_kept = !previous.is_empty();
-    let mut read = |file: PathBuf, metadata: &fs::Metadata| -> Option<ManifestRead> {
-        let stamp = FileStamp::of(metadata);
-        if let Some((kept, read)) = previous.remove(&file)
-            && kept == stamp
-        {
-            cache.files.insert(file, (stamp, read.clone()));
-            return Some(read);
-        }
-        all_kept = false;
-        let read = read_manifest(&file, node_name)?;
-        if !matches!(read.result, Err(manifest::Error::Read { .. })) {
-            cache.files.insert(file, (stamp, read.clone()));
-        }
-        Some(read)
-    };
-    if metadata.is_file() {
-        let reads: Vec<_> = read(path.to_path_buf(), &metadata).into_iter().collect();
-        cache.unchanged = all_kept && previous.is_empty();
-        return ScanOutcome::Read(reads);
-    }
-    if !metadata.is_dir() {
+    // (cache key, file, stamp) of every manifest, in name order.
+    let found: Vec<(String, PathBuf, FileStamp)> = if metadata.is_file() {
+        let key = path.display().to_string();
+        vec![(key, path.to_path_buf(), FileStamp::of(&metadata))]
+    } else if metadata.is_dir() {
+        let entries = match fs::read_dir(path) {
+            Ok(entries) => entries,
+            Err(e) => return ScanOutcome::Failed(e.to_string()),
+        };
+        let mut names: Vec<_> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|name| is_manifest_name(name))
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let file = path.join(&name);
+                match fs::metadata(&file) {
+                    Ok(metadata) if metadata.is_file() => {
+                        let stamp = FileStamp::of(&metadata);
+                        Some((name, file, stamp))
+                    }
+                    Ok(_) => {
+                        tracing::debug!(file = %file.display(), "not a regular file, not recursing into it");
+                        None
+                    }
+                    Err(_) => None,
+                }
+            })
+            .collect()
+    } else {
         return ScanOutcome::Failed("path is not a directory or file".to_owned());
-    }
-    let entries = match fs::read_dir(path) {
-        Ok(entries) => entries,
-        Err(e) => return ScanOutcome::Failed(e.to_string()),
     };
-    let mut names: Vec<_> = entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|name| is_manifest_name(name))
-        .collect();
-    names.sort();
-    let reads = names
-        .iter()
-        .map(|name| path.join(name))
-        .filter_map(|file| match fs::metadata(&file) {
-            Ok(metadata) if metadata.is_file() => read(file, &metadata),
-            Ok(_) => {
-                tracing::debug!(file = %file.display(), "not a regular file, not recursing into it");
-                None
+    // The same files, every one unchanged (the first scan is a change; a
+    // read error is not kept, so it is never unchanged).
+    let unchanged = !cache.files.is_empty()
+        && found.len() == cache.files.len()
+        && found
+            .iter()
+            .zip(&cache.files)
+            .all(|((key, _, stamp), (kept, (kept_stamp, _)))| key == kept && stamp == kept_stamp);
+    if unchanged {
+        cache.unchanged = true;
+        return ScanOutcome::Unchanged;
+    }
+    let mut previous = std::mem::take(&mut cache.files);
+    let reads = found
+        .into_iter()
+        .filter_map(|(key, file, stamp)| {
+            if let Some((kept, read)) = previous.remove(&key)
+                && kept == stamp
+            {
+                cache.files.insert(key, (stamp, read.clone()));
+                return Some(read);
             }
-            Err(_) => None,
+            let read = read_manifest(&file, node_name)?;
+            if !matches!(read.result, Err(manifest::Error::Read { .. })) {
+                cache.files.insert(key, (stamp, read.clone()));
+            }
+            Some(read)
         })
         .collect();
-    // Nothing new read, nothing gone (`previous` holds the files not seen).
-    cache.unchanged = all_kept && previous.is_empty();
     ScanOutcome::Read(reads)
 }
 
@@ -334,9 +365,11 @@ mod tests {
         assert!(read_manifest(&dir.path().join("gone.yaml"), "n").is_none());
     }
 
-    fn pods_of(outcome: ScanOutcome) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
-        let ScanOutcome::Read(reads) = outcome else {
-            panic!("{outcome:?}")
+    fn pods_of(outcome: ScanOutcome, cache: &ScanCache) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
+        let reads = match outcome {
+            ScanOutcome::Read(reads) => reads,
+            ScanOutcome::Unchanged => cache.reads(),
+            other => panic!("{other:?}"),
         };
         reads.into_iter().flat_map(|r| r.result.unwrap_or_default()).collect()
     }
@@ -373,8 +406,8 @@ mod tests {
         write(dir.path(), "a.yaml", "a");
         write(dir.path(), "b.yaml", "b");
         let mut cache = ScanCache::default();
-        let first = pods_of(scan_cached(dir.path(), "n", &mut cache));
-        let second = pods_of(scan_cached(dir.path(), "n", &mut cache));
+        let first = pods_of(scan_cached(dir.path(), "n", &mut cache), &cache);
+        let second = pods_of(scan_cached(dir.path(), "n", &mut cache), &cache);
         assert_eq!(first.len(), 2);
         assert!(
             first.iter().zip(&second).all(|(x, y)| Arc::ptr_eq(x, y)),
@@ -385,13 +418,13 @@ mod tests {
         write(dir.path(), "b.yaml", "c");
         write(dir.path(), "new.tmp", "a");
         fs::rename(dir.path().join("new.tmp"), dir.path().join("a.yaml")).unwrap();
-        let third = pods_of(scan_cached(dir.path(), "n", &mut cache));
+        let third = pods_of(scan_cached(dir.path(), "n", &mut cache), &cache);
         let names: Vec<_> = third.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
         assert_eq!(names, ["a-n", "c-n"]);
         assert!(!Arc::ptr_eq(&third[0], &second[0]), "a was read again after the rename");
         // gone: forgotten
         fs::remove_file(dir.path().join("b.yaml")).unwrap();
-        assert_eq!(pods_of(scan_cached(dir.path(), "n", &mut cache)).len(), 1);
+        assert_eq!(pods_of(scan_cached(dir.path(), "n", &mut cache), &cache).len(), 1);
         assert_eq!(cache.len(), 1);
     }
 

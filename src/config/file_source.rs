@@ -153,18 +153,19 @@ impl FileSource {
             act.scanning = false;
             match joined {
                 Ok((watch, outcome, cache)) => {
-                    let unchanged = cache.last_scan_unchanged();
-                    act.scan_cache = Some(cache);
                     if let Some(watch) = watch {
                         act.apply_watch(watch);
                     }
-                    if unchanged && act.delivered.is_settled() {
-                        // The same files, unchanged, as the read whose
-                        // snapshot the pod config handled: nothing to build.
-                        tracing::trace!("static pod path unchanged since the last delivered read");
-                    } else {
-                        act.apply_scan(outcome, ctx);
+                    match outcome {
+                        ScanOutcome::Unchanged if act.delivered.is_settled() => {
+                            // The same files, unchanged, as the read whose
+                            // snapshot the pod config handled: nothing to build.
+                            tracing::trace!("static pod path unchanged since the last delivered read");
+                        }
+                        ScanOutcome::Unchanged => act.apply_scan(ScanOutcome::Read(cache.reads()), ctx),
+                        outcome => act.apply_scan(outcome, ctx),
                     }
+                    act.scan_cache = Some(cache);
                 }
                 Err(e) => tracing::error!(error = %e, "static pod path read task failed"),
             }
@@ -214,6 +215,8 @@ impl FileSource {
                 tracing::warn!(path = %path, reason, "cannot read static pod path; keeping the last read");
                 return;
             }
+            // Turned into the cache's reads by the caller.
+            ScanOutcome::Unchanged => return,
         };
         self.error_log.update(&PodSource::File, &snapshot.errors);
         if self.delivered.is_handled(&snapshot) {
