@@ -118,6 +118,34 @@ fn zero_capacity_is_invalid() {
     });
 }
 
+/// Container GC deps on `mock` with the default policy, no cgroups and pod
+/// logs under `logs`.
+fn container_gc(
+    mock: &MockRuntime,
+    sync_state: SyncLoopState,
+    logs: &std::path::Path,
+    events: EventRecorder,
+    runtime_cache: Option<PodCache>,
+) -> ContainerGcDeps {
+    ContainerGcDeps {
+        runtime: Arc::new(mock.clone()),
+        pods: PodManager::new(),
+        pod_sync_statuses: PodSyncStatuses::default(),
+        sync_state,
+        policy: ContainerGcPolicy::default(),
+        period: CONTAINER_GC_PERIOD,
+        pod_logs_dir: logs.to_path_buf(),
+        container_logs_dir: None,
+        cgroup_mount: None,
+        systemd_slices: None,
+        state: GcState::new(),
+        events,
+        node_name: "node-a".into(),
+        wall_clock: WallClock::default(),
+        runtime_cache,
+    }
+}
+
 /// A stopped sandbox of a pod nobody wants, on the mock.
 async fn dead_sandbox(mock: &MockRuntime, uid: &str) -> String {
     let config = v1::PodSandboxConfig {
@@ -155,23 +183,7 @@ fn container_gc_waits_for_sources_and_reports_failures() {
         let (events, seen) = recorder();
         let sync_state = SyncLoopState::default();
         let tmp = tempfile::tempdir().unwrap();
-        let deps = ContainerGcDeps {
-            runtime: Arc::new(mock.clone()),
-            pods: PodManager::new(),
-            pod_sync_statuses: PodSyncStatuses::default(),
-            sync_state: sync_state.clone(),
-            policy: ContainerGcPolicy::default(),
-            period: CONTAINER_GC_PERIOD,
-            pod_logs_dir: tmp.path().to_path_buf(),
-            container_logs_dir: None,
-            cgroup_mount: None,
-            systemd_slices: None,
-            state: GcState::new(),
-            events,
-            node_name: "node-a".into(),
-            wall_clock: WallClock::default(),
-            runtime_cache: None,
-        };
+        let deps = container_gc(&mock, sync_state.clone(), tmp.path(), events, None);
         let _root = SupervisorSpec::new("root")
             .child(ChildSpec::new("container-gc", move || ContainerGc::new(deps.clone())))
             .start_root();
@@ -210,23 +222,7 @@ fn quiet_container_rounds_are_skipped_until_an_input_moves() {
         sync_state.lock().sources_ready = true;
         let tmp = tempfile::tempdir().unwrap();
         let (events, _seen) = recorder();
-        let deps = ContainerGcDeps {
-            runtime: Arc::new(mock.clone()),
-            pods: PodManager::new(),
-            pod_sync_statuses: PodSyncStatuses::default(),
-            sync_state,
-            policy: ContainerGcPolicy::default(),
-            period: CONTAINER_GC_PERIOD,
-            pod_logs_dir: tmp.path().to_path_buf(),
-            container_logs_dir: None,
-            cgroup_mount: None,
-            systemd_slices: None,
-            state: GcState::new(),
-            events,
-            node_name: "node-a".into(),
-            wall_clock: WallClock::default(),
-            runtime_cache: Some(cache.clone()),
-        };
+        let deps = container_gc(&mock, sync_state, tmp.path(), events, Some(cache.clone()));
         let lists = || mock.calls_to("ListPodSandbox").len();
         let _root = SupervisorSpec::new("root")
             .child(ChildSpec::new("container-gc", move || ContainerGc::new(deps.clone())))
