@@ -29,6 +29,7 @@ use tokio_stream::wrappers::WatchStream;
 
 use super::dispatch::{Desired, plan, pods_to_sync};
 use super::housekeeping::{Inputs, SkipWhenUnchanged, cleanup};
+use super::requeue::{Requeue, requeue};
 use super::state::SyncLoopState;
 use crate::actors::supervisor::{ChildRef, SupervisedRecipient};
 use crate::admission::{NodeAllocatable, Rejection, Usage, admit_supplemental_groups_policy, admit_with};
@@ -56,13 +57,15 @@ pub const ORPHAN_GRACE_PERIOD: Duration = Duration::from_secs(1);
 /// Timing of the sync loop (upstream defaults in [`Default`]).
 #[derive(Clone, Debug)]
 pub struct SyncLoopConfig {
-    /// `syncFrequency`: resync period of a healthy pod (1 m).
+    /// `syncFrequency`: resync period of a healthy pod (1 m; each resync
+    /// comes up to half of it later, as upstream's).
     pub sync_frequency: Duration,
     /// How often due pods are looked for (1 s).
     pub sync_tick: Duration,
     /// How often housekeeping runs (2 s).
     pub housekeeping_period: Duration,
-    /// Delay before a pod whose sync failed is synced again (10 s).
+    /// Delay before a pod whose sync failed is synced again (10 s, plus up
+    /// to half of it).
     pub backoff_period: Duration,
 }
 
@@ -564,11 +567,16 @@ impl Handler<SyncFinished> for SyncLoop {
     type Result = ();
 
     fn handle(&mut self, msg: SyncFinished, _ctx: &mut Self::Context) {
-        let now = Instant::now();
-        match (msg.state, &msg.error) {
-            (WorkerState::Terminated, _) => self.queue.remove(&msg.uid),
-            (_, Some(_)) => self.queue.enqueue(msg.uid, now, self.config.backoff_period),
-            (_, None) => self.queue.enqueue(msg.uid, now, self.config.sync_frequency),
+        let c = &self.config;
+        match requeue(
+            msg.state,
+            msg.error.is_some(),
+            c.sync_frequency,
+            c.backoff_period,
+            rand::random(),
+        ) {
+            Requeue::Forget => self.queue.remove(&msg.uid),
+            Requeue::After(delay) => self.queue.enqueue(msg.uid, Instant::now(), delay),
         }
     }
 }
