@@ -338,9 +338,10 @@ fn all(a: AllArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             vec![
                 case(1_000, false, "file", "mock", 60, 300),
                 case(10_000, false, "file", "mock", 60, 240),
+                // A 240 s idle window: `idle_cpu.steady` reads its last 150 s.
                 mock::Case {
                     evented: true,
-                    ..case(10_000, false, "file", "mock", 60, 240)
+                    ..case(10_000, false, "file", "mock", 240, 240)
                 },
                 case(10_000, false, "file", "indexed", 60, 300),
                 case(10_000, false, "custom", "indexed", 0, 300),

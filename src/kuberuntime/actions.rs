@@ -149,6 +149,17 @@ pub struct PodActions {
     pub containers_to_kill: BTreeMap<String, ContainerToKill>,
 }
 
+impl PodActions {
+    /// Whether the sync starts any container (ephemeral, init or regular);
+    /// only then is the sandbox config needed.
+    pub fn starts_any_container(&self) -> bool {
+        self.next_init_container_to_start.is_some()
+            || !self.init_containers_to_start.is_empty()
+            || !self.containers_to_start.is_empty()
+            || !self.ephemeral_containers_to_start.is_empty()
+    }
+}
+
 /// Upstream `PodSandboxChanged`: (create a sandbox?, attempt, current sandbox id).
 pub fn pod_sandbox_changed(pod: &Pod, status: &RuntimePodStatus) -> (bool, u32, String) {
     let Some(newest) = status.sandboxes.first() else {

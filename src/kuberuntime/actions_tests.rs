@@ -339,3 +339,36 @@ fn a_running_regular_container_means_initialization_is_done() {
     let s = st(&p, vec![ready()], vec![ctr(&p, "a1", "a", Running, 0)]);
     assert_eq!(act(&p, &s), keep());
 }
+
+#[test]
+fn only_actions_that_start_a_container_need_the_sandbox_config() {
+    let p = two("Always");
+    let healthy = st(
+        &p,
+        vec![ready()],
+        vec![ctr(&p, "x1", "a", Running, 0), ctr(&p, "x2", "b", Running, 0)],
+    );
+    assert!(!act(&p, &healthy).starts_any_container(), "a resync of a healthy pod");
+    assert!(act(&p, &st(&p, vec![], vec![])).starts_any_container(), "a new pod");
+    let init = with_init("Always");
+    assert!(
+        act(&init, &st(&init, vec![], vec![])).starts_any_container(),
+        "first init container"
+    );
+    for starts in [
+        PodActions {
+            init_containers_to_start: vec![0],
+            ..keep()
+        },
+        PodActions {
+            ephemeral_containers_to_start: vec![0],
+            ..keep()
+        },
+        PodActions {
+            containers_to_start: vec![1],
+            ..keep()
+        },
+    ] {
+        assert!(starts.starts_any_container(), "{starts:?}");
+    }
+}

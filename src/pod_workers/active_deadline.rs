@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::messages::pod_work::KillStatus;
@@ -42,10 +43,15 @@ pub enum Deadline {
 /// assert_eq!(check(&pod, &status, Timestamp::from_second(105).unwrap()), Deadline::Exceeded);
 /// ```
 pub fn check(pod: &Pod, status: &PodStatus, now: Timestamp) -> Deadline {
+    check_started(pod, status.start_time.as_ref(), now)
+}
+
+/// [`check`] for a pod whose `status.startTime` is `start`.
+pub fn check_started(pod: &Pod, start: Option<&Time>, now: Timestamp) -> Deadline {
     let Some(seconds) = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds) else {
         return Deadline::None;
     };
-    let Some(start) = status.start_time.as_ref() else {
+    let Some(start) = start else {
         return Deadline::None;
     };
     let allowed = Duration::from_secs(seconds.max(0) as u64);

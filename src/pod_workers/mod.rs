@@ -7,13 +7,16 @@
 //! - [`pending::UpdateSlot`]: what a busy worker keeps of the updates it receives;
 //! - [`sync_slots::SyncSlots`]: how many sync steps run their runtime work at once;
 //! - [`work_queue::WorkQueue`]: when each pod is next due for a resync;
-//! - [`active_deadline`]: `spec.activeDeadlineSeconds`.
+//! - [`active_deadline`]: `spec.activeDeadlineSeconds`;
+//! - [`publish_memo::PublishMemo`]: a pod's last status publication, so a
+//!   sync with the same inputs does not generate it again.
 
 pub mod active_deadline;
 pub mod deps;
 pub mod finished;
 pub mod manager;
 pub mod pending;
+pub mod publish_memo;
 pub mod sync;
 pub mod sync_slots;
 pub mod sync_statuses;

@@ -54,7 +54,16 @@ async fn an_unreadable_runtime_status_records_failed_sync() {
         Some("rpc error: runtime down".into()),
         tokio::time::Instant::now(),
     );
-    let out = sync_pod(&deps, &Arc::new(pod), None, false, &Waiting::new(), Default::default()).await;
+    let out = sync_pod(
+        &deps,
+        &Arc::new(pod),
+        None,
+        false,
+        &Waiting::new(),
+        Default::default(),
+        None,
+    )
+    .await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -94,7 +103,16 @@ async fn a_pod_cgroup_error_fails_the_sync_with_an_event_naming_the_path() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     deps.cache.update_time(tokio::time::Instant::now()); // a relist found nothing of the pod
-    let out = sync_pod(&deps, &Arc::new(pod), None, false, &Waiting::new(), Default::default()).await;
+    let out = sync_pod(
+        &deps,
+        &Arc::new(pod),
+        None,
+        false,
+        &Waiting::new(),
+        Default::default(),
+        None,
+    )
+    .await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     assert!(error.contains("kubepods/besteffort/podu9"), "{error}");
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -210,4 +228,76 @@ async fn a_global_relist_after_the_last_step_answers_without_a_targeted_one() {
         !deps.cache.relist_pending(&"u-web".into()),
         "the global relist covers it"
     );
+}
+
+/// The status manager's part in these tests: statuses stored as it stores
+/// them (an equal one is not stored again), each one it was sent counted.
+fn storing_status_manager(deps: &mut WorkerDeps) -> Arc<Mutex<Vec<crate::status::store::ApplyOutcome>>> {
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let seen = outcomes.clone();
+    let store = Mutex::new(crate::status::store::StatusStore::new(deps.statuses.clone()));
+    deps.status_manager = SupervisedRecipient::from_fn(move |m: UpdatePodStatus| {
+        let uid = pod_uid(&m.pod);
+        let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
+        store.track(&uid, &m.pod);
+        let outcome = store.apply(&uid, m.status, k8s_openapi::jiff::Timestamp::now());
+        seen.lock().unwrap_or_else(|e| e.into_inner()).push(outcome);
+    });
+    outcomes
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sync_with_the_last_publications_inputs_generates_and_sends_no_status() {
+    use crate::status::store::ApplyOutcome;
+    let mock = MockRuntime::builder()
+        .script("app", crate::cri::mock::Behaviour::run_forever())
+        .build();
+    let mut deps = deps(&mock, EventRecorder::disabled());
+    let outcomes = storing_status_manager(&mut deps);
+    let sent = || outcomes.lock().unwrap_or_else(|e| e.into_inner()).len();
+    let pod: Arc<Pod> = Arc::new(
+        serde_yaml_ng::from_str(
+            "metadata: {name: web, namespace: default, uid: u-web}\nspec: {containers: [{name: app, image: \"busybox:1.36\"}]}",
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    deps.cache.update_time(tokio::time::Instant::now()); // a relist found nothing of the pod
+    let none = Waiting::new();
+    let step = |memo| sync_pod(&deps, &pod, None, true, &none, Default::default(), memo);
+
+    let first = step(None).await;
+    assert_eq!(first.error, None);
+    assert_eq!(sent(), 2, "before the start (Pending) and after it (Running)");
+    // The status manager stored the second status: its allocation is a new input.
+    let second = step(first.publish).await;
+    assert_eq!(sent(), 3);
+    assert!(
+        matches!(outcomes.lock().unwrap()[2], ApplyOutcome::Unchanged),
+        "the same status again"
+    );
+    // Now every input is the last publication's: nothing is generated or sent.
+    let mut memo = second.publish;
+    for _ in 0..3 {
+        let out = step(memo).await;
+        assert_eq!(out.error, None);
+        assert_eq!(sent(), 3, "an idle resync sends nothing");
+        memo = out.publish;
+    }
+    // The runtime changes (the container exits): the next sync publishes it.
+    let app = |status: &PodStatus| status.container_statuses.as_deref().unwrap_or_default()[0].clone();
+    let uid = crate::messages::PodUid::from("u-web");
+    let before = app(&deps.statuses.status(&uid).unwrap_or_else(|| panic!("a status")));
+    let id = mock
+        .find_container("web", "app")
+        .map(|c| c.status.id)
+        .unwrap_or_default();
+    assert!(mock.exit_container(&id, 3));
+    refresh(&deps, &pod).await.unwrap_or_else(|e| panic!("{e}"));
+    let out = step(memo).await;
+    assert_eq!(out.error, None);
+    assert!(sent() > 3, "the exit is published");
+    let after = app(&deps.statuses.status(&uid).unwrap_or_else(|| panic!("a status")));
+    assert_eq!(after.restart_count, before.restart_count + 1, "{after:?}");
+    let last = after.last_state.and_then(|s| s.terminated).map(|t| t.exit_code);
+    assert_eq!(last, Some(3), "the exit is the last state");
 }

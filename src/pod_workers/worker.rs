@@ -38,6 +38,7 @@ use tracing::Instrument;
 use super::deps::WorkerDeps;
 use super::finished::FinishedSteps;
 use super::pending::{Offer, UpdateSlot};
+use super::publish_memo::PublishMemo;
 use super::sync::{StepOutcome, Waiting, sync_pod, terminate_pod};
 use crate::messages::PodUid;
 use crate::messages::pod_work::{KillOptions, PodWork, SyncFinished, SyncKind, UpdatePod};
@@ -63,6 +64,9 @@ pub struct PodWorker {
     backoff_retry: Option<SpawnHandle>,
     /// Cancels the running sync step when a kill arrives.
     step_cancel: Option<tokio_util::sync::CancellationToken>,
+    /// The last sync step's status publication (a cache: a restarted
+    /// instance starts without it and generates the status once more).
+    publish: Option<PublishMemo>,
 }
 
 impl PodWorker {
@@ -85,6 +89,7 @@ impl PodWorker {
             last_kill: None,
             backoff_retry: None,
             step_cancel: None,
+            publish: None,
         }
     }
 
@@ -135,6 +140,7 @@ impl PodWorker {
             waiting,
             cancel,
             operation,
+            publish: self.publish.take(),
         }
         .run();
         let step = crate::cri::to_completion::for_pod(self.uid.to_string(), step);
@@ -149,6 +155,7 @@ impl PodWorker {
         self.last_step = Some(out.started_at);
         self.last_ok = out.error.is_none();
         self.waiting = out.waiting;
+        self.publish = out.publish;
         if let (Some(kill), Some(pod)) = (out.terminate, self.pod.clone()) {
             tracing::info!(pod = %format_pod(&pod), "pod is terminal or deleted; terminating");
             // Offered while busy, so it becomes the (sticky) pending update.
@@ -205,6 +212,7 @@ pub(crate) struct Step {
     waiting: Waiting,
     cancel: tokio_util::sync::CancellationToken,
     operation: &'static str,
+    publish: Option<PublishMemo>,
 }
 
 impl Step {
@@ -220,6 +228,7 @@ impl Step {
             waiting,
             cancel,
             operation,
+            publish,
         } = self;
         // A predecessor killed mid-call may have left a mutation in
         // flight: act on the runtime only once it has been answered.
@@ -232,7 +241,7 @@ impl Step {
             // Boxed: a kill is the rare branch, and no sync step should
             // carry its state (sync steps are small, see `sync_pod`).
             Some(k) => Box::pin(terminate_pod(&deps, &pod, newer_than, &k, &waiting)).await,
-            None => sync_pod(&deps, &pod, newer_than, resync, &waiting, cancel).await,
+            None => sync_pod(&deps, &pod, newer_than, resync, &waiting, cancel, publish).await,
         };
         if let Some(m) = &deps.metrics {
             m.observe_sync(operation, began.elapsed());
