@@ -80,8 +80,8 @@ fn only_the_live_pod() -> PodTableSizes {
     let mut s = PodTableSizes::default();
     (s.desired, s.statuses, s.lifecycle, s.runtime_cache) = (1, 1, 1, 1);
     (s.admitted, s.pod_workers) = (1, 1);
-    // Its worker's sync seeds an (empty) probe entry for every pod it runs.
-    s.probes = 1;
+    // No probe entry: it has no probes (only probed containers are seeded
+    // from a previous status).
     s
 }
 

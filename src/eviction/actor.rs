@@ -157,7 +157,7 @@ impl EvictionManager {
     /// Whether a desired pod sets a local storage limit.
     fn any_local_storage_limit(&self) -> bool {
         self.deps.config.local_storage_capacity_isolation
-            && self.deps.pods.pods().iter().any(|d| local_storage::has_limits(&d.pod))
+            && !self.deps.pods.pods_where(local_storage::has_limits).is_empty()
     }
 
     /// Active pods: desired, with a worker that is syncing them.

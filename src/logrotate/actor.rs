@@ -11,7 +11,6 @@
 //! the "round running" flag and the paths live in its deps.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -136,47 +135,65 @@ const STAT_BATCH: usize = 512;
 /// One round over the running containers: their log paths (from the pod
 /// cache, or listed and remembered), the size of every log in batches of
 /// 512 (one trip to the blocking pool each, not one per container: at 10k
-/// containers a round was 10,000 hops), then [`rotate_one`] for the logs
-/// that are due (too big, missing, or not readable),
-/// `containerLogMaxWorkers` at a time.
+/// containers a round was 10,000 hops; a batch of the pod cache's statuses
+/// is a copy of 512 pointers, and only the paths of due logs are copied),
+/// then [`rotate_one`] for the logs that are due (too big, missing, or not
+/// readable), `containerLogMaxWorkers` at a time.
 pub async fn round(deps: &LogManagerDeps) {
-    let logs = match &deps.cache {
-        Some(cache) => running_logs(&cache.statuses()),
-        None => match listed_logs(deps).await {
-            Some(logs) => logs,
-            None => return,
-        },
+    let policy = deps.policy;
+    match &deps.cache {
+        Some(cache) => {
+            let statuses = cache.statuses();
+            for batch in statuses.chunks(STAT_BATCH) {
+                let batch = batch.to_vec();
+                let due = tokio::task::spawn_blocking(move || super::due_logs(running_logs(&batch), &policy));
+                if !rotate_due(deps, due.await).await {
+                    return;
+                }
+            }
+        }
+        None => {
+            let Some(mut rest) = listed_logs(deps).await else {
+                return;
+            };
+            while !rest.is_empty() {
+                let tail = rest.split_off(rest.len().min(STAT_BATCH));
+                let batch = std::mem::replace(&mut rest, tail);
+                let due = tokio::task::spawn_blocking(move || {
+                    super::due_logs(batch.iter().map(|(id, path)| (id.as_str(), path.as_str())), &policy)
+                });
+                if !rotate_due(deps, due.await).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Rotates the due logs of one batch; false when the batch's stats failed.
+async fn rotate_due(deps: &LogManagerDeps, due: Result<Vec<(String, String)>, tokio::task::JoinError>) -> bool {
+    let due = match due {
+        Ok(due) => due,
+        Err(e) => {
+            tracing::error!(error = %e, "container log rotation: stat of the container logs failed");
+            return false;
+        }
     };
     let workers = deps.policy.max_workers.max(1);
-    for batch in logs.chunks(STAT_BATCH) {
-        let paths: Vec<PathBuf> = batch.iter().map(|(_, p)| PathBuf::from(p)).collect();
-        let sizes = match tokio::task::spawn_blocking(move || super::log_sizes(&paths)).await {
-            Ok(sizes) => sizes,
-            Err(e) => {
-                tracing::error!(error = %e, "container log rotation: stat of the container logs failed");
-                return;
-            }
-        };
-        let due = batch
-            .iter()
-            .zip(&sizes)
-            .filter(|(_, size)| super::is_due(size, &deps.policy))
-            .map(|((id, path), _)| (id.clone(), path.clone()));
-        futures::stream::iter(due)
-            .for_each_concurrent(workers, |(id, path)| rotate_container(deps, id, path))
-            .await;
-    }
+    futures::stream::iter(due)
+        .for_each_concurrent(workers, |(id, path)| rotate_container(deps, id, path))
+        .await;
+    true
 }
 
 /// (container id, log path) of every running container in `statuses` that
 /// has a log.
-pub fn running_logs(statuses: &[Arc<RuntimePodStatus>]) -> Vec<(String, String)> {
+pub fn running_logs(statuses: &[Arc<RuntimePodStatus>]) -> impl Iterator<Item = (&str, &str)> {
     statuses
         .iter()
         .flat_map(|s| s.containers.iter())
         .filter(|c| c.state == ContainerState::Running && !c.log_path.is_empty())
-        .map(|c| (c.id.clone(), c.log_path.clone()))
-        .collect()
+        .map(|c| (c.id.as_str(), c.log_path.as_str()))
 }
 
 /// The running containers listed from the runtime, with their log paths
@@ -294,9 +311,8 @@ mod tests {
             pod.containers.push(c);
         }
         let other = RuntimePodStatus::empty("v".into(), "db", "default");
-        assert_eq!(
-            running_logs(&[Arc::new(pod), Arc::new(other)]),
-            [("run".to_string(), "/logs/web/app/1.log".to_string())]
-        );
+        let statuses = [Arc::new(pod), Arc::new(other)];
+        let logs: Vec<_> = running_logs(&statuses).collect();
+        assert_eq!(logs, [("run", "/logs/web/app/1.log")]);
     }
 }

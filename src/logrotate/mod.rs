@@ -68,10 +68,17 @@ pub enum Rotation {
     Rotated,
 }
 
-/// The size of each log file in `paths`, in order (blocking: one `stat`
-/// each).
-pub fn log_sizes(paths: &[std::path::PathBuf]) -> Vec<std::io::Result<u64>> {
-    paths.iter().map(|p| std::fs::metadata(p).map(|m| m.len())).collect()
+/// The (container id, log path) pairs of `logs` whose log is due
+/// ([`is_due`]), in order (blocking: one `stat` each; only the due pairs
+/// are copied).
+pub fn due_logs<'a>(
+    logs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    policy: &LogRotatePolicy,
+) -> Vec<(String, String)> {
+    logs.into_iter()
+        .filter(|(_, path)| is_due(&std::fs::metadata(path).map(|m| m.len()), policy))
+        .map(|(id, path)| (id.to_owned(), path.to_owned()))
+        .collect()
 }
 
 /// Whether a log whose `stat` gave `size` needs [`rotate_one`]: it reached
@@ -151,25 +158,26 @@ mod tests {
     }
 
     #[test]
-    fn the_batch_stat_reads_each_size_in_order_and_marks_what_is_due() {
+    fn the_batch_stat_keeps_the_big_and_the_missing_logs_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let (small, big, missing) = (
-            dir.path().join("a.log"),
-            dir.path().join("b.log"),
-            dir.path().join("c.log"),
-        );
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        let (small, big, missing) = (path("a.log"), path("b.log"), path("c.log"));
         std::fs::write(&small, [0u8; 10]).unwrap();
         std::fs::write(&big, [0u8; 200]).unwrap();
-        let sizes = log_sizes(&[big.clone(), missing, small]);
-        assert_eq!(sizes.len(), 3);
-        assert_eq!(sizes[0].as_ref().ok(), Some(&200));
+        let logs = [
+            ("big", big.as_str()),
+            ("missing", missing.as_str()),
+            ("small", small.as_str()),
+        ];
+        let due = due_logs(logs, &policy(100));
         assert_eq!(
-            sizes[1].as_ref().map_err(|e| e.kind()).err(),
-            Some(std::io::ErrorKind::NotFound)
+            due,
+            [
+                ("big".to_string(), big.clone()),
+                ("missing".to_string(), missing.clone())
+            ]
         );
-        assert_eq!(sizes[2].as_ref().ok(), Some(&10));
-        let due: Vec<bool> = sizes.iter().map(|s| is_due(s, &policy(100))).collect();
-        assert_eq!(due, [true, true, false]);
+        assert_eq!(due_logs(logs, &policy(1_000)), [("missing".to_string(), missing)]);
     }
 
     #[tokio::test]

@@ -151,6 +151,7 @@ impl Gathered {
         let previous = deps.statuses.status(&uid);
         deps.probes.seed_from(
             &uid,
+            pod,
             previous
                 .as_deref()
                 .unwrap_or(pod.status.as_ref().unwrap_or(&PodStatus::default())),

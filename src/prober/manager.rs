@@ -217,17 +217,11 @@ impl ProberManager {
         }
         self.seen = Some(generations);
         self.last_full = Some(tokio::time::Instant::now());
-        let pods = self.deps.pods.pods();
-        let probed: Vec<_> = pods.iter().filter(|d| has_probes(&d.pod)).collect();
-        let statuses: Vec<_> = probed
-            .iter()
-            .map(|d| self.deps.statuses.status(&pod_uid(&d.pod)))
-            .collect();
+        // Only the pods with probes are copied (pointers), not all 10k.
+        let probed = self.deps.pods.pods_where(has_probes);
+        let statuses: Vec<_> = probed.iter().map(|p| self.deps.statuses.status(&pod_uid(p))).collect();
         let existing = self.existing();
-        let inputs = probed
-            .iter()
-            .zip(&statuses)
-            .map(|(d, s)| (d.pod.as_ref(), s.as_deref()));
+        let inputs = probed.iter().zip(&statuses).map(|(p, s)| (p.as_ref(), s.as_deref()));
         let desired = desired_workers(inputs, &existing);
         for key in desired.iter().filter(|k| !existing.contains(k)) {
             self.start_worker(key);
@@ -241,9 +235,8 @@ impl ProberManager {
         if stored.is_empty() {
             return;
         }
-        let wanted: HashSet<PodUid> = pods.iter().map(|d| pod_uid(&d.pod)).collect();
         for uid in stored {
-            if !wanted.contains(&uid) {
+            if !self.deps.pods.contains(&uid) {
                 self.deps.store.remove_pod(&uid);
             }
         }

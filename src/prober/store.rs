@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use k8s_openapi::api::core::v1::PodStatus;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use super::metrics::ProbeMetrics;
 use crate::kuberuntime::ProbeView;
@@ -196,8 +196,24 @@ impl ProbeStore {
     /// After a kubelet restart (an empty store), takes `ready` and `started`
     /// of running containers from the pod's previous API status, for the
     /// same container instance only: a container that was Ready stays Ready
-    /// until its probe says otherwise. Results already known win.
-    pub fn seed_from(&self, uid: &PodUid, previous: &PodStatus) {
+    /// until its probe says otherwise. Results already known win. Only the
+    /// probes `pod` has are seeded: a container without a readiness (or
+    /// startup) probe is ready (started) by its state alone, and a pod
+    /// without probes gets no entry.
+    pub fn seed_from(&self, uid: &PodUid, pod: &Pod, previous: &PodStatus) {
+        let spec = pod.spec.as_ref();
+        let containers = spec
+            .map(|s| s.containers.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .chain(spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default());
+        let probed: Vec<(&str, bool, bool)> = containers
+            .filter(|c| c.readiness_probe.is_some() || c.startup_probe.is_some())
+            .map(|c| (c.name.as_str(), c.readiness_probe.is_some(), c.startup_probe.is_some()))
+            .collect();
+        if probed.is_empty() {
+            return;
+        }
         let statuses = previous
             .container_statuses
             .iter()
@@ -205,19 +221,24 @@ impl ProbeStore {
             .chain(previous.init_container_statuses.iter().flatten());
         let mut pods = self.lock();
         for s in statuses {
+            let Some(&(_, readiness, startup)) = probed.iter().find(|(name, _, _)| *name == s.name) else {
+                continue;
+            };
             let running = s.state.as_ref().is_some_and(|st| st.running.is_some());
             let Some(id) = s.container_id.as_deref().filter(|id| running && !id.is_empty()) else {
                 continue;
             };
             let id = bare_id(id).to_string();
-            let entry = pods.entry(uid.clone()).or_default();
             let seeds = [
-                (ProbeKind::Readiness, s.ready),
-                (ProbeKind::Startup, s.started == Some(true)),
+                (ProbeKind::Readiness, readiness && s.ready),
+                (ProbeKind::Startup, startup && s.started == Some(true)),
             ];
             for (kind, yes) in seeds {
-                let knows_worker = entry.progress.contains_key(&(s.name.clone(), kind));
-                if yes && !knows_worker {
+                if !yes {
+                    continue;
+                }
+                let entry = pods.entry(uid.clone()).or_default();
+                if !entry.progress.contains_key(&(s.name.clone(), kind)) {
                     entry.results.entry((kind, id.clone())).or_insert(ProbeOutcome::Success);
                 }
             }
@@ -285,21 +306,52 @@ mod tests {
             ..Default::default()
         };
         let previous = PodStatus {
-            container_statuses: Some(vec![running("a", "1", true), running("b", "2", false)]),
+            container_statuses: Some(vec![
+                running("a", "1", true),
+                running("b", "2", false),
+                running("plain", "3", true),
+            ]),
             ..Default::default()
         };
+        let pod: Pod = serde_yaml_ng::from_str(
+            "spec:\n  containers:\n  - {name: a, readinessProbe: {exec: {command: [true]}}, startupProbe: {exec: {command: [true]}}}\n  - {name: b, readinessProbe: {exec: {command: [true]}}}\n  - {name: plain}",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let s = ProbeStore::default();
         s.set(&uid(), ProbeKind::Readiness, "2", ProbeOutcome::Failure);
-        s.seed_from(&uid(), &previous);
+        s.seed_from(&uid(), &pod, &previous);
         assert_eq!(
             s.readiness(&uid()),
-            HashMap::from([("1".into(), true), ("2".into(), false)])
+            HashMap::from([("1".into(), true), ("2".into(), false)]),
+            "no seed for the container without a readiness probe"
         );
-        assert_eq!(s.started(&uid()).get("1"), Some(&true));
+        assert_eq!(s.started(&uid()), HashMap::from([("1".into(), true)]));
         // a worker that already knows its container decides alone
         let s = ProbeStore::default();
         s.save_progress(&uid(), "a", ProbeKind::Readiness, WorkerProgress::default());
-        s.seed_from(&uid(), &previous);
+        s.seed_from(&uid(), &pod, &previous);
         assert_eq!(s.readiness(&uid()).get("1"), None);
+    }
+
+    #[test]
+    fn a_pod_without_probes_gets_no_entry() {
+        let previous = PodStatus {
+            container_statuses: Some(vec![ContainerStatus {
+                name: "plain".into(),
+                container_id: Some("containerd://3".into()),
+                ready: true,
+                started: Some(true),
+                state: Some(ContainerState {
+                    running: Some(ContainerStateRunning::default()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let pod: Pod = serde_yaml_ng::from_str("spec: {containers: [{name: plain}]}").unwrap_or_else(|e| panic!("{e}"));
+        let s = ProbeStore::default();
+        s.seed_from(&uid(), &pod, &previous);
+        assert!(s.pods().is_empty(), "{:?}", s.pods());
     }
 }

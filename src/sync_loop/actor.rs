@@ -17,7 +17,7 @@
 //!   nobody wants (also ones found in the runtime after a restart) and
 //!   forgets terminated workers of removed pods.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -392,9 +392,8 @@ impl SyncLoop {
 
     /// One cleanup pass; true when it found nothing to kill or forget.
     fn cleanup(&mut self, states: HashMap<PodUid, WorkerState>) -> bool {
-        let desired: HashSet<PodUid> = self.pods.uids().into_iter().collect();
         let runtime = self.cache.statuses();
-        let plan = cleanup(&desired, &runtime, &states);
+        let plan = cleanup(|uid| self.pods.contains(uid), &runtime, &states);
         let found_nothing = plan.is_empty();
         let by_uid: HashMap<&PodUid, &RuntimePodStatus> = if plan.kill.is_empty() {
             HashMap::new()

@@ -2,7 +2,7 @@
 //! pods nobody wants must be killed, and which workers can be forgotten.
 
 use std::borrow::Borrow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::kuberuntime::pod_status::RuntimePodStatus;
 use crate::messages::PodUid;
@@ -57,26 +57,27 @@ impl SkipWhenUnchanged {
     }
 }
 
-/// Decides the cleanup from the desired UIDs, the runtime's pods, and the
-/// workers' states. A pod already being terminated by its worker is not
+/// Decides the cleanup from which UIDs are desired, the runtime's pods, and
+/// the workers' states. A pod already being terminated by its worker is not
 /// killed again. `runtime` may hold the statuses or shared pointers to them
-/// (the PLEG cache's `Arc`s: no copy of every pod's status per round).
+/// (the PLEG cache's `Arc`s: no copy of every pod's status per round);
+/// `desired` answers from the pod manager (no set of every UID per round).
 pub fn cleanup<S: Borrow<RuntimePodStatus>>(
-    desired: &HashSet<PodUid>,
+    desired: impl Fn(&PodUid) -> bool,
     runtime: &[S],
     workers: &HashMap<PodUid, WorkerState>,
 ) -> Cleanup {
     let mut kill: Vec<PodUid> = runtime
         .iter()
         .map(Borrow::borrow)
-        .filter(|s| !desired.contains(&s.uid) && s.could_have_running_containers())
+        .filter(|s| !desired(&s.uid) && s.could_have_running_containers())
         .filter(|s| !matches!(workers.get(&s.uid), Some(WorkerState::Terminating)))
         .map(|s| s.uid.clone())
         .collect();
     kill.sort();
     let mut forget: Vec<PodUid> = workers
         .iter()
-        .filter(|(uid, st)| !desired.contains(*uid) && **st == WorkerState::Terminated)
+        .filter(|(uid, st)| !desired(uid) && **st == WorkerState::Terminated)
         .map(|(uid, _)| uid.clone())
         .collect();
     forget.sort();
@@ -146,15 +147,15 @@ mod tests {
 
     #[test]
     fn unwanted_running_pods_are_killed_desired_ones_kept() {
-        let desired: HashSet<PodUid> = ["keep".into()].into();
+        let desired: std::collections::HashSet<PodUid> = ["keep".into()].into();
         let runtime = vec![rt("keep", true), rt("orphan", true), rt("dead", false)];
-        let c = cleanup(&desired, &runtime, &HashMap::new());
+        let c = cleanup(|u| desired.contains(u), &runtime, &HashMap::new());
         assert_eq!(c.kill, vec![PodUid::from("orphan")]);
     }
 
     #[test]
     fn terminating_workers_are_not_killed_twice_terminated_ones_forgotten() {
-        let desired = HashSet::new();
+        let desired = std::collections::HashSet::<PodUid>::new();
         let runtime = vec![rt("a", true), rt("b", true)];
         let workers: HashMap<PodUid, WorkerState> = [
             ("a".into(), WorkerState::Terminating),
@@ -162,7 +163,7 @@ mod tests {
             ("d".into(), WorkerState::Syncing),
         ]
         .into();
-        let c = cleanup(&desired, &runtime, &workers);
+        let c = cleanup(|u| desired.contains(u), &runtime, &workers);
         assert_eq!(c.kill, vec![PodUid::from("b")]);
         assert_eq!(c.forget, vec![PodUid::from("c")]);
     }
