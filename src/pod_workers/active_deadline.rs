@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -28,26 +28,21 @@ pub enum Deadline {
     Exceeded,
 }
 
-/// The pod's standing against `spec.activeDeadlineSeconds`, with `status`
-/// the pod's latest status (its `startTime`) and `now` the wall clock.
+/// The pod's standing against `spec.activeDeadlineSeconds`, with `start`
+/// the `status.startTime` of the pod's latest status and `now` the wall clock.
 ///
 /// ```
 /// use actlet::pod_workers::active_deadline::{Deadline, check};
-/// use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
+/// use k8s_openapi::api::core::v1::{Pod, PodSpec};
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 /// use k8s_openapi::jiff::Timestamp;
 /// let pod = Pod { spec: Some(PodSpec { active_deadline_seconds: Some(5), ..Default::default() }), ..Default::default() };
 /// let start = Timestamp::from_second(100).unwrap();
-/// let status = PodStatus { start_time: Some(Time(start)), ..Default::default() };
-/// assert_eq!(check(&pod, &status, Timestamp::from_second(103).unwrap()), Deadline::In(std::time::Duration::from_secs(2)));
-/// assert_eq!(check(&pod, &status, Timestamp::from_second(105).unwrap()), Deadline::Exceeded);
+/// let start = Some(Time(start));
+/// assert_eq!(check(&pod, start.as_ref(), Timestamp::from_second(103).unwrap()), Deadline::In(std::time::Duration::from_secs(2)));
+/// assert_eq!(check(&pod, start.as_ref(), Timestamp::from_second(105).unwrap()), Deadline::Exceeded);
 /// ```
-pub fn check(pod: &Pod, status: &PodStatus, now: Timestamp) -> Deadline {
-    check_started(pod, status.start_time.as_ref(), now)
-}
-
-/// [`check`] for a pod whose `status.startTime` is `start`.
-pub fn check_started(pod: &Pod, start: Option<&Time>, now: Timestamp) -> Deadline {
+pub fn check(pod: &Pod, start: Option<&Time>, now: Timestamp) -> Deadline {
     let Some(seconds) = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds) else {
         return Deadline::None;
     };
@@ -77,7 +72,6 @@ pub fn kill_status() -> KillStatus {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::PodSpec;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn pod(deadline: Option<i64>) -> Pod {
         Pod {
@@ -89,11 +83,8 @@ mod tests {
         }
     }
 
-    fn started_at(s: i64) -> PodStatus {
-        PodStatus {
-            start_time: Some(Time(Timestamp::from_second(s).unwrap())),
-            ..Default::default()
-        }
+    fn started_at(s: i64) -> Option<Time> {
+        Some(Time(Timestamp::from_second(s).unwrap()))
     }
 
     fn at(s: i64) -> Timestamp {
@@ -102,30 +93,33 @@ mod tests {
 
     #[test]
     fn no_deadline_or_no_start_time_is_no_deadline() {
-        assert_eq!(check(&pod(None), &started_at(0), at(1_000)), Deadline::None);
-        assert_eq!(check(&pod(Some(1)), &PodStatus::default(), at(1_000)), Deadline::None);
+        assert_eq!(check(&pod(None), started_at(0).as_ref(), at(1_000)), Deadline::None);
+        assert_eq!(check(&pod(Some(1)), None, at(1_000)), Deadline::None);
     }
 
     #[test]
     fn exceeded_once_active_for_the_whole_deadline() {
         let p = pod(Some(30));
         assert_eq!(
-            check(&p, &started_at(100), at(100)),
+            check(&p, started_at(100).as_ref(), at(100)),
             Deadline::In(Duration::from_secs(30))
         );
         assert_eq!(
-            check(&p, &started_at(100), at(129)),
+            check(&p, started_at(100).as_ref(), at(129)),
             Deadline::In(Duration::from_secs(1))
         );
-        assert_eq!(check(&p, &started_at(100), at(130)), Deadline::Exceeded);
-        assert_eq!(check(&p, &started_at(100), at(500)), Deadline::Exceeded);
+        assert_eq!(check(&p, started_at(100).as_ref(), at(130)), Deadline::Exceeded);
+        assert_eq!(check(&p, started_at(100).as_ref(), at(500)), Deadline::Exceeded);
     }
 
     #[test]
     fn zero_deadline_is_exceeded_at_once_and_future_start_counts_as_not_active() {
-        assert_eq!(check(&pod(Some(0)), &started_at(100), at(100)), Deadline::Exceeded);
         assert_eq!(
-            check(&pod(Some(10)), &started_at(200), at(100)),
+            check(&pod(Some(0)), started_at(100).as_ref(), at(100)),
+            Deadline::Exceeded
+        );
+        assert_eq!(
+            check(&pod(Some(10)), started_at(200).as_ref(), at(100)),
             Deadline::In(Duration::from_secs(10))
         );
     }

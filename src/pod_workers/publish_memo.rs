@@ -31,6 +31,29 @@ use crate::kuberuntime::pod_status::RuntimePodStatus;
 /// Why containers wait, by container name: (reason, message).
 type Waiting = HashMap<String, (String, String)>;
 
+/// What a status generation reads besides the pod, its runtime status,
+/// the previous status and the waiting reasons: the probe results and the
+/// resize state (all empty for most pods).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusExtras {
+    /// Readiness probe results by container id.
+    pub readiness: HashMap<String, bool>,
+    /// Startup probe results by container id.
+    pub started: HashMap<String, bool>,
+    /// A running container does not run with its spec's resources yet.
+    pub resize_in_progress: bool,
+    /// Why the last resize failed.
+    pub resize_error: Option<String>,
+    /// A resize the node has not allocated: reason and message.
+    pub resize_pending: Option<(String, String)>,
+}
+
+impl StatusExtras {
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// The inputs of one status generation, borrowed from the step.
 #[derive(Clone, Copy, Debug)]
 pub struct PublishInputs<'a> {
@@ -42,16 +65,8 @@ pub struct PublishInputs<'a> {
     pub previous: Option<&'a Arc<PodStatus>>,
     /// Waiting reasons from the last sync.
     pub waiting: &'a Waiting,
-    /// Readiness probe results by container id.
-    pub readiness: &'a HashMap<String, bool>,
-    /// Startup probe results by container id.
-    pub started: &'a HashMap<String, bool>,
-    /// A running container does not run with its spec's resources yet.
-    pub resize_in_progress: bool,
-    /// Why the last resize failed.
-    pub resize_error: Option<&'a str>,
-    /// A resize the node has not allocated: reason and message.
-    pub resize_pending: Option<(&'a str, &'a str)>,
+    /// Probe results and resize state.
+    pub extras: &'a StatusExtras,
 }
 
 /// What a sync step decides on from the status it published.
@@ -73,53 +88,18 @@ impl Published {
     }
 }
 
-/// The inputs that are rarely set (probe results, waiting reasons, resizes),
-/// boxed so an idle pod's memo stays a few words.
-#[derive(Debug, PartialEq, Eq)]
-struct Rare {
-    waiting: Waiting,
-    readiness: HashMap<String, bool>,
-    started: HashMap<String, bool>,
-    resize_in_progress: bool,
-    resize_error: Option<String>,
-    resize_pending: Option<(String, String)>,
+/// The inputs that are rarely set (waiting reasons, probe results,
+/// resizes), boxed so an idle pod's memo stays a few words.
+type Rare = (Waiting, StatusExtras);
+
+fn rare_of(i: &PublishInputs<'_>) -> Option<Box<Rare>> {
+    (!i.waiting.is_empty() || !i.extras.is_empty()).then(|| Box::new((i.waiting.clone(), i.extras.clone())))
 }
 
-impl Rare {
-    fn none_in(i: &PublishInputs<'_>) -> bool {
-        i.waiting.is_empty()
-            && i.readiness.is_empty()
-            && i.started.is_empty()
-            && !i.resize_in_progress
-            && i.resize_error.is_none()
-            && i.resize_pending.is_none()
-    }
-
-    fn of(i: &PublishInputs<'_>) -> Option<Box<Self>> {
-        (!Self::none_in(i)).then(|| {
-            Box::new(Self {
-                waiting: i.waiting.clone(),
-                readiness: i.readiness.clone(),
-                started: i.started.clone(),
-                resize_in_progress: i.resize_in_progress,
-                resize_error: i.resize_error.map(str::to_string),
-                resize_pending: i.resize_pending.map(|(r, m)| (r.to_string(), m.to_string())),
-            })
-        })
-    }
-
-    fn matches(rare: Option<&Self>, i: &PublishInputs<'_>) -> bool {
-        match rare {
-            None => Self::none_in(i),
-            Some(r) => {
-                r.waiting == *i.waiting
-                    && r.readiness == *i.readiness
-                    && r.started == *i.started
-                    && r.resize_in_progress == i.resize_in_progress
-                    && r.resize_error.as_deref() == i.resize_error
-                    && r.resize_pending.as_ref().map(|(a, b)| (a.as_str(), b.as_str())) == i.resize_pending
-            }
-        }
+fn rare_matches(rare: Option<&Rare>, i: &PublishInputs<'_>) -> bool {
+    match rare {
+        None => i.waiting.is_empty() && i.extras.is_empty(),
+        Some((waiting, extras)) => waiting == i.waiting && extras == i.extras,
     }
 }
 
@@ -140,7 +120,7 @@ impl PublishMemo {
             pod: Arc::downgrade(inputs.pod),
             runtime: inputs.runtime.clone(),
             previous: inputs.previous.map(Arc::downgrade),
-            rare: Rare::of(inputs),
+            rare: rare_of(inputs),
             published,
         }
     }
@@ -157,7 +137,7 @@ impl PublishMemo {
             _ => false,
         };
         let same_runtime = Arc::ptr_eq(&self.runtime, inputs.runtime) || *self.runtime == **inputs.runtime;
-        if !(same_pod && same_previous && same_runtime && Rare::matches(self.rare.as_deref(), inputs)) {
+        if !(same_pod && same_previous && same_runtime && rare_matches(self.rare.as_deref(), inputs)) {
             return None;
         }
         if !Arc::ptr_eq(&self.runtime, inputs.runtime) {
@@ -171,26 +151,20 @@ impl PublishMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kuberuntime::pod_status::{SandboxState, SandboxStatus};
+    use crate::kuberuntime::pod_status::SandboxState;
+    use crate::kuberuntime::test_support::sandbox;
 
     struct Fixture {
         pod: Arc<Pod>,
         runtime: Arc<RuntimePodStatus>,
         previous: Arc<PodStatus>,
         waiting: Waiting,
-        results: HashMap<String, bool>,
+        extras: StatusExtras,
     }
 
     fn fixture() -> Fixture {
         let mut runtime = RuntimePodStatus::empty("u1".into(), "web", "default");
-        runtime.sandboxes.push(SandboxStatus {
-            id: "sb1".into(),
-            state: SandboxState::Ready,
-            created_at: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-            attempt: 0,
-            ips: vec!["10.0.0.2".into()],
-            host_network: false,
-        });
+        runtime.sandboxes.push(sandbox("sb1", SandboxState::Ready, 0, 10));
         Fixture {
             pod: Arc::new(Pod::default()),
             runtime: Arc::new(runtime),
@@ -199,7 +173,7 @@ mod tests {
                 ..PodStatus::default()
             }),
             waiting: Waiting::new(),
-            results: HashMap::new(),
+            extras: StatusExtras::default(),
         }
     }
 
@@ -209,11 +183,7 @@ mod tests {
             runtime: &f.runtime,
             previous: Some(&f.previous),
             waiting: &f.waiting,
-            readiness: &f.results,
-            started: &f.results,
-            resize_in_progress: false,
-            resize_error: None,
-            resize_pending: None,
+            extras: &f.extras,
         }
     }
 
@@ -270,32 +240,36 @@ mod tests {
         let mut memo = PublishMemo::new(&inputs(&f), decided());
         let ready: HashMap<String, bool> = [("c1".to_string(), true)].into();
         let waiting: Waiting = [("app".to_string(), ("CrashLoopBackOff".into(), "back-off".into()))].into();
-        let variants = [
-            PublishInputs {
-                readiness: &ready,
-                ..inputs(&f)
+        let extras = [
+            StatusExtras {
+                readiness: ready.clone(),
+                ..StatusExtras::default()
             },
-            PublishInputs {
-                started: &ready,
-                ..inputs(&f)
+            StatusExtras {
+                started: ready,
+                ..StatusExtras::default()
             },
-            PublishInputs {
-                waiting: &waiting,
-                ..inputs(&f)
-            },
-            PublishInputs {
+            StatusExtras {
                 resize_in_progress: true,
-                ..inputs(&f)
+                ..StatusExtras::default()
             },
-            PublishInputs {
-                resize_error: Some("no"),
-                ..inputs(&f)
+            StatusExtras {
+                resize_error: Some("no".into()),
+                ..StatusExtras::default()
             },
-            PublishInputs {
-                resize_pending: Some(("Deferred", "later")),
-                ..inputs(&f)
+            StatusExtras {
+                resize_pending: Some(("Deferred".into(), "later".into())),
+                ..StatusExtras::default()
             },
         ];
+        let mut variants: Vec<PublishInputs<'_>> = extras
+            .iter()
+            .map(|extras| PublishInputs { extras, ..inputs(&f) })
+            .collect();
+        variants.push(PublishInputs {
+            waiting: &waiting,
+            ..inputs(&f)
+        });
         for v in &variants {
             assert_eq!(memo.reuse(v), None, "{v:?}");
             let mut with = PublishMemo::new(v, decided());

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::active_deadline::{self, Deadline};
 use super::deps::WorkerDeps;
-use super::publish_memo::{PublishInputs, PublishMemo, Published};
+use super::publish_memo::{PublishInputs, PublishMemo, Published, StatusExtras};
 use crate::kuberuntime::pod_status::{ContainerState, RuntimePodStatus, SandboxState};
 use crate::kuberuntime::{PodSyncResult, RuntimeManager, SyncAction, SyncErrorReason, SyncPodOptions};
 use crate::messages::event::EventType;
@@ -134,15 +134,11 @@ fn name_ns(pod: &Pod) -> (String, String) {
 }
 
 /// What a status generation reads besides the step's own inputs: the status
-/// manager's status and the probe results (seeded from that status first, as
-/// after a kubelet restart), the resize state.
+/// manager's status, the probe results (seeded from that status first, as
+/// after a kubelet restart) and the resize state.
 struct Gathered {
     previous: Option<Arc<PodStatus>>,
-    readiness: HashMap<String, bool>,
-    started: HashMap<String, bool>,
-    resize_in_progress: bool,
-    resize_error: Option<String>,
-    resize_pending: Option<(String, String)>,
+    extras: StatusExtras,
 }
 
 impl Gathered {
@@ -156,14 +152,14 @@ impl Gathered {
                 .as_deref()
                 .unwrap_or(pod.status.as_ref().unwrap_or(&PodStatus::default())),
         );
-        Self {
+        let extras = StatusExtras {
             readiness: deps.probes.readiness(&uid),
             started: deps.probes.started(&uid),
             resize_in_progress: deps.runtime.resize_in_progress(pod, runtime),
             resize_error: deps.runtime.resize_error(pod),
             resize_pending: deps.allocations.pending(&uid).map(|p| (p.reason, p.message)),
-            previous,
-        }
+        };
+        Self { previous, extras }
     }
 
     fn inputs<'a>(
@@ -177,11 +173,7 @@ impl Gathered {
             runtime,
             previous: self.previous.as_ref(),
             waiting,
-            readiness: &self.readiness,
-            started: &self.started,
-            resize_in_progress: self.resize_in_progress,
-            resize_error: self.resize_error.as_deref(),
-            resize_pending: self.resize_pending.as_ref().map(|(r, m)| (r.as_str(), m.as_str())),
+            extras: &self.extras,
         }
     }
 
@@ -196,8 +188,8 @@ impl Gathered {
         let input = StatusInput {
             previous: self.previous.as_deref(),
             waiting,
-            readiness: &self.readiness,
-            started: &self.started,
+            readiness: &self.extras.readiness,
+            started: &self.extras.started,
             host_ip: deps.host_ip.clone(),
             runtime_name: &deps.runtime_name,
             pod_is_terminal,
@@ -207,9 +199,9 @@ impl Gathered {
                 message: k.message.clone(),
                 disruption: k.disruption,
             }),
-            resize_in_progress: self.resize_in_progress,
-            resize_error: self.resize_error.clone(),
-            resize_pending: self.resize_pending.clone(),
+            resize_in_progress: self.extras.resize_in_progress,
+            resize_error: self.extras.resize_error.clone(),
+            resize_pending: self.extras.resize_pending.clone(),
             ..StatusInput::new(pod, runtime, deps.wall_clock.now())
         };
         generate_api_pod_status(&input)
@@ -329,7 +321,7 @@ pub async fn sync_pod(
         if pod.metadata.deletion_timestamp.is_some() || api.terminal {
             Before::Terminate
         } else {
-            match active_deadline::check_started(pod, api.start_time.as_ref(), deps.wall_clock.now()) {
+            match active_deadline::check(pod, api.start_time.as_ref(), deps.wall_clock.now()) {
                 Deadline::Exceeded => Before::PastDeadline,
                 Deadline::In(left) => Before::Run(Some(Instant::now() + left)),
                 Deadline::None => Before::Run(None),

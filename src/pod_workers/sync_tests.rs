@@ -32,6 +32,20 @@ fn deps(mock: &MockRuntime, events: EventRecorder) -> WorkerDeps {
     }
 }
 
+/// A pod's first sync step, as a new worker runs it.
+async fn first_sync(deps: &WorkerDeps, pod: Pod) -> StepOutcome {
+    sync_pod(
+        deps,
+        &Arc::new(pod),
+        None,
+        false,
+        &Waiting::new(),
+        Default::default(),
+        None,
+    )
+    .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_unreadable_runtime_status_records_failed_sync() {
     let seen = Arc::new(Mutex::new(Vec::<RecordEvent>::new()));
@@ -54,16 +68,7 @@ async fn an_unreadable_runtime_status_records_failed_sync() {
         Some("rpc error: runtime down".into()),
         tokio::time::Instant::now(),
     );
-    let out = sync_pod(
-        &deps,
-        &Arc::new(pod),
-        None,
-        false,
-        &Waiting::new(),
-        Default::default(),
-        None,
-    )
-    .await;
+    let out = first_sync(&deps, pod).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -103,16 +108,7 @@ async fn a_pod_cgroup_error_fails_the_sync_with_an_event_naming_the_path() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     deps.cache.update_time(tokio::time::Instant::now()); // a relist found nothing of the pod
-    let out = sync_pod(
-        &deps,
-        &Arc::new(pod),
-        None,
-        false,
-        &Waiting::new(),
-        Default::default(),
-        None,
-    )
-    .await;
+    let out = first_sync(&deps, pod).await;
     let error = out.error.unwrap_or_else(|| panic!("the sync must fail"));
     assert!(error.contains("kubepods/besteffort/podu9"), "{error}");
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());

@@ -57,15 +57,13 @@ pub const ORPHAN_GRACE_PERIOD: Duration = Duration::from_secs(1);
 /// Timing of the sync loop (upstream defaults in [`Default`]).
 #[derive(Clone, Debug)]
 pub struct SyncLoopConfig {
-    /// `syncFrequency`: resync period of a healthy pod (1 m; each resync
-    /// comes up to half of it later, as upstream's).
+    /// `syncFrequency`: resync period of a healthy pod (1 m, + up to 50 % jitter).
     pub sync_frequency: Duration,
     /// How often due pods are looked for (1 s).
     pub sync_tick: Duration,
     /// How often housekeeping runs (2 s).
     pub housekeeping_period: Duration,
-    /// Delay before a pod whose sync failed is synced again (10 s, plus up
-    /// to half of it).
+    /// Delay before a pod whose sync failed is synced again (10 s, + up to 50 %).
     pub backoff_period: Duration,
 }
 
