@@ -14,6 +14,9 @@
 //! - Idle pods' periodic resyncs read no pod status: the global relist
 //!   covers them without events, the events keep the cache current with
 //!   them (`PodCache::events_live`, cleared when the stream breaks).
+//! - A pod start costs one pod status read, its worker's own after the
+//!   start: the events of the start wait for it (`pleg::requests`) instead
+//!   of costing the PLEG a read each, and still become PLEG events.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,7 +24,8 @@ use std::time::Duration;
 
 use actlet::cri::mock::{Behaviour, CallOutcome, MockRuntime};
 use actlet::cri::v1::ListPodSandboxRequest;
-use actlet::testing::{HookedRuntime, PodBuilder, TestNode, run_paused, wait_until};
+use actlet::messages::pleg::PlegEventType;
+use actlet::testing::{HookedRuntime, PodBuilder, TestNode, TestSystem, run_paused, wait_until};
 use tokio::time::sleep;
 
 /// A node on `mock` with `EventedPLEG` as given, and the count of global
@@ -34,6 +38,15 @@ fn start_node(mock: &MockRuntime, evented: bool) -> (TestNode, Arc<AtomicUsize>)
 /// [`start_node`], also counting the pod status reads (`ListPodSandbox`
 /// filtered by pod UID: a targeted relist's or a worker's own read).
 fn start_node_counting(mock: &MockRuntime, evented: bool) -> (TestNode, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    start_node_observed(mock, evented, |b| b)
+}
+
+/// [`start_node_counting`], with more of the builder (an observer).
+fn start_node_observed(
+    mock: &MockRuntime,
+    evented: bool,
+    more: impl FnOnce(actlet::embed::ActletBuilder) -> actlet::embed::ActletBuilder + 'static,
+) -> (TestNode, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let relists = Arc::new(AtomicUsize::new(0));
     let pod_reads = Arc::new(AtomicUsize::new(0));
     let (counted, reads) = (relists.clone(), pod_reads.clone());
@@ -51,7 +64,7 @@ fn start_node_counting(mock: &MockRuntime, evented: bool) -> (TestNode, Arc<Atom
     let node = TestNode::builder()
         .mock(mock.clone())
         .runtime(hooked)
-        .customize(move |b| b.configure(move |c| c.evented_pleg = evented))
+        .customize(move |b| more(b.configure(move |c| c.evented_pleg = evented)))
         .start();
     (node, relists, pod_reads)
 }
@@ -328,5 +341,48 @@ fn idle_resyncs_read_no_pod_status_with_or_without_events() {
                     .expect("a broken stream no longer vouches for the cache");
             }
         }
+    });
+}
+
+#[test]
+fn a_pod_start_costs_one_pod_status_read_and_its_events_still_arrive() {
+    // Real time: on a paused clock a request and the read after it can carry
+    // the same instant, and the PLEG then reads again to be sure.
+    TestSystem::real_time().block_on(async {
+        let mock = mock();
+        let started = Arc::new(AtomicUsize::new(0));
+        let seen = started.clone();
+        let (node, _, pod_reads) = start_node_observed(&mock, true, move |b| {
+            b.on_pleg_events(move |events| {
+                let n = events
+                    .0
+                    .iter()
+                    .filter(|e| e.kind == PlegEventType::ContainerStarted)
+                    .count();
+                seen.fetch_add(n, Ordering::SeqCst);
+            })
+        });
+        let cache = node.kubelet().cache.clone();
+        wait_until(|| cache.events_live(), Duration::from_secs(30))
+            .await
+            .expect("the stream's first relist is done");
+        let before = pod_reads.load(Ordering::SeqCst);
+        run_web(&node).await;
+        // The sandbox's and the container's starts, as PLEG events.
+        wait_until(|| started.load(Ordering::SeqCst) >= 2, Duration::from_secs(10))
+            .await
+            .expect("the start's container events become PLEG events");
+        sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            pod_reads.load(Ordering::SeqCst) - before,
+            1,
+            "one pod status read for the start: the worker's own after it"
+        );
+        // Nothing is left parked: an exit is still read and acted on.
+        let id = mock.find_container("web", "app").unwrap().status.id;
+        assert!(mock.exit_container(&id, 3));
+        node.wait_for_restart_count("default", "web", "app", 1, Duration::from_secs(10))
+            .await
+            .expect("the exit is seen");
     });
 }

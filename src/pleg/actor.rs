@@ -11,6 +11,9 @@
 //!   entry is older than its last step, or a container event) reads only the
 //!   pods asked for and compares each with what the last relists saw of it
 //!   ([`Records::replace_pod`]): the same events a global relist would send.
+//! - A request for a pod whose worker is in a runtime step waits for the
+//!   step's end (at most [`super::requests::MAX_PARK`]): the step's own read
+//!   after its changes then answers it without another read.
 //! - A pod whose status could not be read is re-inspected on the next relist.
 //! - With [`Pleg::with_container_events`] (`EventedPLEG`) the runtime's event
 //!   stream is watched ([`super::watch`]): events only ask for targeted

@@ -2,13 +2,15 @@
 //! time it was read, shared by the PLEG (writer) and the pod workers (readers).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::requests::RelistRequests;
+pub use super::requests::{MAX_PENDING_RELISTS, RelistRequest, StepGuard};
 use crate::kuberuntime::pod_status::RuntimePodStatus;
 use crate::messages::PodUid;
 
@@ -76,31 +78,6 @@ pub struct PodCache {
     generation: Arc<AtomicU64>,
 }
 
-/// How many pods may wait for a targeted relist at once; further requests
-/// are dropped (and counted): the next global relist covers them.
-pub const MAX_PENDING_RELISTS: usize = 65_536;
-
-/// Pods someone asked the PLEG to read again, one entry per pod (requests
-/// for a pod already waiting coalesce). Shared, so they outlive a PLEG restart.
-#[derive(Debug, Default)]
-struct RelistRequests {
-    pending: Mutex<HashMap<PodUid, RelistRequest>>,
-    wake: Notify,
-    dropped: AtomicU64,
-}
-
-/// A pending targeted relist of one pod.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RelistRequest {
-    /// The pod's name (empty when the requester did not know it).
-    pub name: String,
-    /// The pod's namespace.
-    pub namespace: String,
-    /// When it was last asked for: a cache entry read strictly after this
-    /// already holds whatever the requests were about.
-    pub at: Instant,
-}
-
 impl Default for PodCache {
     fn default() -> Self {
         Self::new()
@@ -142,26 +119,29 @@ impl PodCache {
     /// assert!(cache.take_relist_requests().is_empty());
     /// ```
     pub fn request_relist(&self, uid: &PodUid, name: &str, namespace: &str) {
-        let now = Instant::now();
-        let mut pending = self.requests.pending.lock().unwrap_or_else(|e| e.into_inner());
-        match pending.get_mut(uid) {
-            // Coalesced: the read must come after the latest request.
-            Some(request) => request.at = request.at.max(now),
-            None => {
-                if pending.len() >= MAX_PENDING_RELISTS {
-                    self.requests.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                let request = RelistRequest {
-                    name: name.to_string(),
-                    namespace: namespace.to_string(),
-                    at: now,
-                };
-                pending.insert(uid.clone(), request);
-            }
-        }
-        drop(pending);
-        self.requests.wake.notify_one();
+        self.requests.request(uid, name, namespace);
+    }
+
+    /// Marks a pod worker's runtime step of `uid` in flight until the guard
+    /// is dropped: relist requests for the pod made meanwhile are parked and
+    /// then handed to the PLEG with their time, so the step's own read after
+    /// its changes answers them (see [`super::requests`]).
+    ///
+    /// ```
+    /// let cache = actlet::pleg::PodCache::new();
+    /// let step = cache.begin_step(&"u1".into());
+    /// cache.request_relist(&"u1".into(), "web", "default");
+    /// assert!(cache.take_relist_requests().is_empty(), "parked during the step");
+    /// drop(step);
+    /// assert_eq!(cache.take_relist_requests().len(), 1);
+    /// ```
+    pub fn begin_step(&self, uid: &PodUid) -> StepGuard {
+        StepGuard::new(self.requests.clone(), uid.clone())
+    }
+
+    /// Whether a pod worker's runtime step of `uid` is in flight.
+    pub fn in_step(&self, uid: &PodUid) -> bool {
+        self.requests.in_step(uid)
     }
 
     /// The status of `uid` if its entry was read strictly after `at` and
@@ -190,26 +170,22 @@ impl PodCache {
 
     /// Takes every pending relist request.
     pub fn take_relist_requests(&self) -> HashMap<PodUid, RelistRequest> {
-        std::mem::take(&mut *self.requests.pending.lock().unwrap_or_else(|e| e.into_inner()))
+        self.requests.take()
     }
 
     /// Whether any relist request is pending.
     pub fn has_relist_requests(&self) -> bool {
-        !self
-            .requests
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
+        self.requests.any_pending()
     }
 
     /// Resolves once a relist was requested since the last call (what the
     /// PLEG waits on).
     pub async fn relist_requested(&self) {
-        self.requests.wake.notified().await;
+        self.requests.requested().await;
     }
 
-    /// Whether a targeted relist of `uid` is waiting to start.
+    /// Whether a targeted relist of `uid` is waiting to start (or parked
+    /// until its pod's step ends).
     ///
     /// ```
     /// let cache = actlet::pleg::PodCache::new();
@@ -217,11 +193,7 @@ impl PodCache {
     /// assert!(cache.relist_pending(&"u1".into()) && !cache.relist_pending(&"u2".into()));
     /// ```
     pub fn relist_pending(&self, uid: &PodUid) -> bool {
-        self.requests
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(uid)
+        self.requests.is_pending(uid)
     }
 
     /// Whether the runtime's container event stream keeps this cache
@@ -251,7 +223,7 @@ impl PodCache {
 
     /// Requests dropped because [`MAX_PENDING_RELISTS`] were waiting.
     pub fn dropped_relist_requests(&self) -> u64 {
-        self.requests.dropped.load(Ordering::Relaxed)
+        self.requests.dropped()
     }
 
     /// The cached entry for `uid`, if any.

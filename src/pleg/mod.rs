@@ -16,8 +16,9 @@ pub mod events;
 pub mod health;
 mod list;
 pub mod records;
+pub mod requests;
 pub mod watch;
 
 pub use actor::Pleg;
-pub use cache::{CacheEntry, PodCache, RelistRequest};
+pub use cache::{CacheEntry, PodCache, RelistRequest, StepGuard};
 pub use health::{EventedPlegMetrics, PlegHealthHandle};

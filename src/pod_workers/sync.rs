@@ -398,6 +398,9 @@ async fn sync_runtime(
     deadline_at: Option<Instant>,
     mut out: StepOutcome,
 ) -> StepOutcome {
+    // The container events of this step's own changes wait for its read
+    // below instead of costing the PLEG a read each (see `pleg::requests`).
+    let _step = deps.cache.begin_step(&pod_uid(pod));
     let result = deps
         .runtime
         .sync_pod(pod, status, &deps.probes.probe_view(&pod_uid(pod)), options)
@@ -508,6 +511,7 @@ pub async fn terminate_pod(
         }
     };
     let grace = kill.grace_period_override.map(|d| d.as_secs() as i64);
+    let _step = deps.cache.begin_step(&pod_uid(pod));
     let result = deps.runtime.kill_pod(Some(pod), &status, grace).await;
     if !result.is_ok() {
         out.error = result.error_message();
