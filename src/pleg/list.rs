@@ -106,6 +106,11 @@ pub(super) async fn inspect(
 ) -> Vec<PodUid> {
     futures::stream::iter(pods)
         .map(|(uid, name, ns)| async move {
+            // Read after this relist started (a pod worker's read after its
+            // step): what a read now would store is older, and not stored.
+            if cache.read_after(&uid, started).is_some() {
+                return None;
+            }
             match get_pod_status(runtime.as_ref(), &uid, &name, &ns).await {
                 Ok(s) => {
                     cache.set(uid, Some(Arc::new(s)), None, started);
@@ -200,5 +205,24 @@ mod tests {
         let events = compute_events(&first.relist, &second.relist);
         assert!(events.iter().any(|e| e.id == "c1" && e.uid == u1));
         assert!(events.iter().any(|e| e.id == "s3" && e.uid == PodUid::from("u3")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn inspect_skips_a_pod_read_after_the_relist_started() {
+        let mock = crate::cri::mock::MockRuntime::new();
+        let runtime: SharedRuntime = Arc::new(mock.clone());
+        let cache = PodCache::new();
+        let started = Instant::now();
+        tokio::time::advance(std::time::Duration::from_millis(1)).await;
+        let status = crate::kuberuntime::pod_status::RuntimePodStatus::empty("fresh".into(), "web", "ns");
+        cache.set("fresh".into(), Some(Arc::new(status)), None, Instant::now());
+        let pods = vec![
+            ("fresh".into(), "web".to_string(), "ns".to_string()),
+            ("stale".into(), "db".to_string(), "ns".to_string()),
+        ];
+        let failed = inspect(&runtime, &cache, pods, started).await;
+        assert!(failed.is_empty());
+        assert_eq!(mock.call_count("ListPodSandbox"), 1, "only the pod not read since");
+        assert_eq!(cache.get(&"stale".into()).map(|e| e.modified), Some(started));
     }
 }

@@ -62,6 +62,10 @@ struct State {
     parked: HashMap<PodUid, RelistRequest>,
     /// Pods with a step in flight.
     in_step: HashMap<PodUid, Step>,
+    /// No parked request is overdue before this (`None`: none parked). Not
+    /// moved later when a step ends: a stale time costs one scan of the
+    /// parked requests, which sets it again.
+    recheck_at: Option<Instant>,
 }
 
 /// The steps in flight of one pod (more than one: a kill may overlap a
@@ -74,14 +78,28 @@ struct Step {
 }
 
 impl State {
-    /// Whether requests for `uid` are parked now.
-    fn parks(&self, uid: &PodUid) -> bool {
-        self.in_step.get(uid).is_some_and(|s| s.since.elapsed() < MAX_PARK)
+    /// Whether a parked request may have waited longer than [`MAX_PARK`]
+    /// (without a scan: the PLEG asks on every dispatch).
+    fn overdue(&self) -> bool {
+        self.recheck_at.is_some_and(|t| Instant::now() >= t)
     }
 
-    /// Whether a parked request waited longer than [`MAX_PARK`].
-    fn overdue(&self) -> bool {
-        self.parked.keys().any(|uid| !self.parks(uid))
+    /// Moves the overdue parked requests into `out`, and sets when to look again.
+    fn hand_over_overdue(&mut self, out: &mut HashMap<PodUid, RelistRequest>) {
+        let parked = std::mem::take(&mut self.parked);
+        let mut recheck_at: Option<Instant> = None;
+        for (uid, request) in parked {
+            match self.in_step.get(&uid).map(|s| s.since + MAX_PARK) {
+                Some(due) if Instant::now() < due => {
+                    recheck_at = Some(recheck_at.map_or(due, |t| t.min(due)));
+                    self.parked.insert(uid, request);
+                }
+                _ => {
+                    merge(out, &uid, &request.name, &request.namespace, request.at);
+                }
+            }
+        }
+        self.recheck_at = recheck_at;
     }
 }
 
@@ -113,12 +131,28 @@ impl RelistRequests {
     pub(super) fn request(&self, uid: &PodUid, name: &str, namespace: &str) {
         let now = Instant::now();
         let mut state = self.state();
-        let parks = state.parks(uid);
-        let State { pending, parked, .. } = &mut *state;
-        let (map, wake) = if parks { (parked, false) } else { (pending, true) };
+        let park_until = state
+            .in_step
+            .get(uid)
+            .map(|s| s.since + MAX_PARK)
+            .filter(|due| now < *due);
+        let State {
+            pending,
+            parked,
+            recheck_at,
+            ..
+        } = &mut *state;
+        let (map, wake) = if park_until.is_some() {
+            (parked, false)
+        } else {
+            (pending, true)
+        };
         if !merge(map, uid, name, namespace, now) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
+        }
+        if let Some(due) = park_until {
+            *recheck_at = Some(recheck_at.map_or(due, |t| t.min(due)));
         }
         drop(state);
         if wake {
@@ -132,14 +166,7 @@ impl RelistRequests {
         let mut state = self.state();
         let mut out = std::mem::take(&mut state.pending);
         if state.overdue() {
-            let parked = std::mem::take(&mut state.parked);
-            for (uid, request) in parked {
-                if state.parks(&uid) {
-                    state.parked.insert(uid, request);
-                } else {
-                    merge(&mut out, &uid, &request.name, &request.namespace, request.at);
-                }
-            }
+            state.hand_over_overdue(&mut out);
         }
         out
     }
@@ -187,6 +214,7 @@ impl RelistRequests {
             pending,
             parked,
             in_step,
+            ..
         } = &mut *state;
         match in_step.get_mut(uid) {
             Some(step) if step.count > 1 => {
@@ -293,6 +321,20 @@ mod tests {
         assert_eq!(r.take().len(), 1);
         r.request(&"u1".into(), "web", "default");
         assert_eq!(r.take().len(), 1, "later requests of the long step are not parked");
+        assert!(!r.any_pending(), "nothing left to hand over");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stale_recheck_time_costs_one_empty_take_not_a_busy_loop() {
+        let r = Arc::new(RelistRequests::default());
+        let step = guard(&r, "u1");
+        r.request(&"u1".into(), "web", "default");
+        drop(step);
+        assert_eq!(r.take().len(), 1, "handed over at the step's end");
+        tokio::time::advance(MAX_PARK).await;
+        let _ = r.any_pending(); // may be true once: the recheck time is not moved on a step's end
+        assert!(r.take().is_empty());
+        assert!(!r.any_pending(), "the scan set the recheck time again");
     }
 
     #[test]
