@@ -18,6 +18,12 @@
 //! `hack/bench.sh` builds everything in release mode, starts a private
 //! containerd and runs `bench all`. See docs/performance.md.
 
+/// The daemon's allocator (src/main.rs): the in-process P2 cases and the
+/// churn soak measure the kubelet as the `actlet` binary runs it.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod churn;
 mod cluster;
 mod common;

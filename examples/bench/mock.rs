@@ -154,19 +154,23 @@ pub fn run_case(c: Case) -> Result<()> {
     Ok(())
 }
 
-/// The heap this process uses, in MiB (glibc `mallinfo2`: `uordblks +
-/// hblkhd`; 0 elsewhere): what of its RSS is live allocations rather than
-/// free heap the allocator kept, code and stacks.
+/// The heap this process uses, in MiB (jemalloc's `stats.allocated`, the
+/// bytes the application holds; 0 if the statistics cannot be read): what of
+/// its RSS is live allocations rather than free memory the allocator kept,
+/// code and stacks. Without the `jemalloc` feature the process runs on
+/// the system allocator and this reads 0.
 fn heap_in_use_mib() -> f64 {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: `mallinfo2` takes no arguments and returns a plain struct.
-        let m = unsafe { nix::libc::mallinfo2() };
-        (m.uordblks + m.hblkhd) as f64 / 1048576.0
+    use tikv_jemalloc_ctl::{epoch, stats};
+    if !cfg!(feature = "jemalloc") {
+        return 0.0;
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        0.0
+    // The statistics are a snapshot refreshed by advancing the epoch.
+    match epoch::advance().and_then(|_| stats::allocated::read()) {
+        Ok(bytes) => bytes as f64 / 1048576.0,
+        Err(e) => {
+            eprintln!("  jemalloc stats unreadable: {e}");
+            0.0
+        }
     }
 }
 
@@ -447,7 +451,7 @@ async fn case(c: Case) -> Result<Vec<Figure>> {
     );
     out.push(f("heap_in_use_settled", "MiB", heap_settled).with(
         "measure",
-        "glibc mallinfo2 uordblks + hblkhd at the end of the idle window (kubelet + mock + bench)",
+        "jemalloc stats.allocated at the end of the idle window (kubelet + mock + bench)",
     ));
     out.push(
         f("mem_per_pod", "KiB", (rss_after - rss_before) * 1024.0 / c.pods as f64)

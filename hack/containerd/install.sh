@@ -4,7 +4,7 @@
 # Installs (as root, on Debian 12) everything actlet needs to run real pods with
 # a self-contained containerd + runc and locally built images:
 #   containerd runc containernetworking-plugins iptables iproute2 busybox-static
-#   umoci skopeo gcc libc6-dev   (+ cri-tools when Debian has it; Debian 12 does not)
+#   umoci skopeo gcc libc6-dev make   (+ cri-tools when Debian has it; Debian 12 does not)
 # Idempotent: packages already installed are skipped; a second run is a fast no-op
 # (no apt-get update when nothing is missing).
 set -euo pipefail
@@ -19,8 +19,9 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 
 # dbus-daemon: a private bus for the systemd-logind test (tests/nodeshutdown_logind.rs).
+# make: the build of jemalloc, the daemon's allocator (tikv-jemalloc-sys).
 REQUIRED=(containerd runc containernetworking-plugins iptables iproute2 busybox-static
-          umoci skopeo gcc libc6-dev dbus-daemon)
+          umoci skopeo gcc libc6-dev make dbus-daemon)
 OPTIONAL=(cri-tools)
 
 is_installed() {
