@@ -26,7 +26,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use crate::common::{Figure, NODE, manifest, median, percentile, reset_dir};
-use crate::mock::{is_running_ready, self_rss_mib};
+use crate::mock::{is_running_ready, jemalloc_mib, self_rss_mib};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Result<T> = std::result::Result<T, BoxError>;
@@ -144,6 +144,7 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
     let mut wave_secs = vec![];
     let mut rss_first = None;
     let mut rss_samples = vec![];
+    let mut heap_first = None;
     // Steady state comes after the deleted pods' grace periods (the busybox
     // `sleep` ignores SIGTERM: 30 s) and a few container GC minutes.
     let warmup = (s.duration / 3).min(Duration::from_secs(300));
@@ -170,6 +171,9 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
         wave_secs.push(took);
         tokio::time::sleep(s.pause).await;
         let (rss, _) = self_rss_mib();
+        if rss_first.is_none() {
+            heap_first = jemalloc_mib();
+        }
         rss_first.get_or_insert(rss);
         if started.elapsed() >= warmup {
             rss_warm.get_or_insert(rss);
@@ -188,6 +192,7 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
     // the container GC (every minute): settle for longer than both.
     tokio::time::sleep(Duration::from_secs(75)).await;
     let (rss_end, hwm) = self_rss_mib();
+    let heap_end = jemalloc_mib();
     let held = tables(&kubelet, &mock);
     let rss_first = rss_first.unwrap_or(rss_fill);
     let growth = (rss_end - rss_first) / rss_first * 100.0;
@@ -224,6 +229,17 @@ pub async fn run(s: Soak) -> Result<Vec<Figure>> {
         f("wave.p50", "s", median(&wave_secs)).with("measure", "snapshot sent -> the wave's new pods Running"),
         f("wave.p99", "s", percentile(&wave_secs, 99.0)),
     ];
+    // Where the RSS growth is: the program's live heap (`allocated`), pages
+    // it fragments (`active` - `allocated`), or free pages the allocator
+    // has not returned yet (`resident` - `active`).
+    for (when, heap) in [("after_first_wave", heap_first), ("end", heap_end)] {
+        for (stat, mib) in heap.into_iter().flatten() {
+            out.push(
+                f(&format!("jemalloc.{stat}_{when}"), "MiB", mib)
+                    .with("measure", format!("jemalloc stats.{stat}, taken with rss_{when}")),
+            );
+        }
+    }
     for (table, n) in held {
         out.push(
             f(&format!("held.{table}"), "entries", n as f64)

@@ -174,6 +174,27 @@ fn heap_in_use_mib() -> f64 {
     }
 }
 
+/// jemalloc's view of this process's memory, in MiB: `allocated` (what the
+/// program holds), `active` (the pages those allocations sit on),
+/// `resident` (what the allocator has resident, metadata and unpurged
+/// dirty pages included) and `retained` (virtual memory kept for reuse,
+/// not resident). `None` without the `jemalloc` feature or when the
+/// statistics cannot be read.
+pub fn jemalloc_mib() -> Option<[(&'static str, f64); 4]> {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    if !cfg!(feature = "jemalloc") {
+        return None;
+    }
+    epoch::advance().ok()?;
+    let mib = |b: usize| b as f64 / 1048576.0;
+    Some([
+        ("allocated", mib(stats::allocated::read().ok()?)),
+        ("active", mib(stats::active::read().ok()?)),
+        ("resident", mib(stats::resident::read().ok()?)),
+        ("retained", mib(stats::retained::read().ok()?)),
+    ])
+}
+
 /// (VmRSS, VmHWM) of this process in MiB.
 pub fn self_rss_mib() -> (f64, f64) {
     let (rss, hwm) = rss_kib(std::process::id()).unwrap_or((0, 0));

@@ -45,17 +45,19 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Sen
         .map_err(|e| format!("volume task failed: {e}"))?
 }
 
-/// Fetches what `volume` reads from the API.
+/// Fetches what `volume` reads from the API: every ConfigMap, Secret and
+/// token it names, all at once (a `kube-api-access` volume's TokenRequest
+/// and its `kube-root-ca.crt` read were two round trips in a row on every
+/// API pod's start; each read has its own deadline).
 async fn fetch(deps: &SetupDeps, pod: &Pod, volume: &Volume) -> Fetched {
     let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let mut f = Fetched::default();
     let objects = deps.objects.as_ref();
+    let (mut config_maps, mut secrets, mut tokens) = (Vec::<&str>::new(), Vec::<&str>::new(), Vec::new());
     if let Some(cm) = &volume.config_map {
-        f.config_maps
-            .insert(cm.name.clone(), objects.config_map(ns, &cm.name).await);
+        config_maps.push(&cm.name);
     }
-    if let Some(s) = volume.secret.as_ref().and_then(|s| s.secret_name.clone()) {
-        f.secrets.insert(s.clone(), objects.secret(ns, &s).await);
+    if let Some(s) = volume.secret.as_ref().and_then(|s| s.secret_name.as_deref()) {
+        secrets.push(s);
     }
     for (i, s) in volume
         .projected
@@ -64,21 +66,29 @@ async fn fetch(deps: &SetupDeps, pod: &Pod, volume: &Volume) -> Fetched {
         .enumerate()
     {
         if let Some(cm) = &s.config_map
-            && !f.config_maps.contains_key(&cm.name)
+            && !config_maps.contains(&cm.name.as_str())
         {
-            f.config_maps
-                .insert(cm.name.clone(), objects.config_map(ns, &cm.name).await);
+            config_maps.push(&cm.name);
         }
         if let Some(sec) = &s.secret
-            && !f.secrets.contains_key(&sec.name)
+            && !secrets.contains(&sec.name.as_str())
         {
-            f.secrets.insert(sec.name.clone(), objects.secret(ns, &sec.name).await);
+            secrets.push(&sec.name);
         }
         if let Some(tp) = &s.service_account_token {
-            f.tokens.insert(i, deps.tokens.get(objects, pod, tp).await);
+            tokens.push((i, tp));
         }
     }
-    f
+    let (cms, secs, toks) = futures::join!(
+        futures::future::join_all(config_maps.iter().map(|n| objects.config_map(ns, n))),
+        futures::future::join_all(secrets.iter().map(|n| objects.secret(ns, n))),
+        futures::future::join_all(tokens.iter().map(|(_, tp)| deps.tokens.get(objects, pod, tp))),
+    );
+    Fetched {
+        config_maps: config_maps.into_iter().map(String::from).zip(cms).collect(),
+        secrets: secrets.into_iter().map(String::from).zip(secs).collect(),
+        tokens: tokens.into_iter().map(|(i, _)| i).zip(toks).collect(),
+    }
 }
 
 /// emptyDir `medium: Memory` size: `sizeLimit` if set, else the node's allocatable memory.
@@ -227,3 +237,7 @@ pub async fn tear_down_pod(root: &Path, uid: &str) -> Result<(), String> {
     })
     .await
 }
+
+#[cfg(test)]
+#[path = "setup_tests.rs"]
+mod tests;
