@@ -183,6 +183,24 @@ fn api_volumes_and_env_reach_the_container() {
                     && r.query_param("fieldSelector").as_deref() == Some("metadata.name=app-config")),
             "configmap watched by name"
         );
+        // Its first list comes from the API server's watch cache
+        // (`resourceVersion=0`, client-go's reflector's first list): a
+        // consistent list waits ~100 ms for etcd on an idle API server, on
+        // every pod start that reads a new object.
+        assert!(
+            requests
+                .iter()
+                .any(|r| r.path == "/api/v1/namespaces/default/configmaps"
+                    && r.query_param("fieldSelector").as_deref() == Some("metadata.name=app-config")
+                    && r.query_param("watch").is_none()
+                    && r.query_param("resourceVersion").as_deref() == Some("0")),
+            "configmap listed from the watch cache: {:?}",
+            requests
+                .iter()
+                .filter(|r| r.path.ends_with("/configmaps"))
+                .map(|r| &r.query)
+                .collect::<Vec<_>>()
+        );
     });
 }
 

@@ -153,7 +153,16 @@ where
     fn start(&self, namespace: &str, name: &str) -> Item<K> {
         let (tx, rx) = watch::channel(ItemState::Pending);
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
-        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        // The first list is on a pod start's path: served from the API
+        // server's watch cache (`resourceVersion=0`, what client-go's
+        // reflector lists with first) instead of a consistent read, which
+        // on an idle API server waits ~100 ms for etcd's progress notify.
+        // The watch that follows brings anything newer. (kube leaves
+        // `resourceVersion=0` out of a list with a page size, so none.)
+        let mut config = watcher::Config::default()
+            .fields(&format!("metadata.name={name}"))
+            .any_semantic();
+        config.page_size = None;
         let (kind, name) = (self.kind, name.to_string());
         let ns = namespace.to_string();
         let task = tokio::spawn(async move {

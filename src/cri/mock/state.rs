@@ -121,8 +121,13 @@ pub(crate) fn exit_reason(code: i32) -> &'static str {
 /// [`State::remove_container`], which keep the indexes in step.
 #[derive(Default)]
 pub(crate) struct State {
-    pub(crate) sandboxes: HashMap<String, SandboxRecord>,
-    pub(crate) containers: HashMap<String, ContainerRecord>,
+    /// Records are boxed: a table keeps the capacity of its busiest
+    /// moment, and with the records inline (1.7 KiB a container, 1.1 KiB
+    /// a sandbox: the CRI configs) a churn of 10,000 pods that once held
+    /// 15,000 left ~45 MiB of empty slots behind; an empty slot is now a
+    /// key and a pointer.
+    pub(crate) sandboxes: HashMap<String, Box<SandboxRecord>>,
+    pub(crate) containers: HashMap<String, Box<ContainerRecord>>,
     /// Pod UID label → sandbox ids.
     sandboxes_by_uid: Postings,
     /// Pod UID label → container ids.
@@ -166,12 +171,12 @@ impl State {
         if let Some(uid) = record.config.labels.get(POD_UID_LABEL) {
             self.sandboxes_by_uid.add(uid, &record.id);
         }
-        self.sandboxes.insert(record.id.clone(), record);
+        self.sandboxes.insert(record.id.clone(), Box::new(record));
     }
 
     /// Removes a sandbox (not its containers) and its index entries.
     pub(crate) fn remove_sandbox(&mut self, id: &str) -> Option<SandboxRecord> {
-        let record = self.sandboxes.remove(id)?;
+        let record = *self.sandboxes.remove(id)?;
         if let Some(uid) = record.config.labels.get(POD_UID_LABEL) {
             self.sandboxes_by_uid.remove(uid, id);
         }
@@ -184,12 +189,12 @@ impl State {
             self.containers_by_uid.add(uid, &record.id);
         }
         self.containers_by_sandbox.add(&record.sandbox_id, &record.id);
-        self.containers.insert(record.id.clone(), record);
+        self.containers.insert(record.id.clone(), Box::new(record));
     }
 
     /// Removes a container and its index entries.
     pub(crate) fn remove_container(&mut self, id: &str) -> Option<ContainerRecord> {
-        let record = self.containers.remove(id)?;
+        let record = *self.containers.remove(id)?;
         if let Some(uid) = record.config.labels.get(POD_UID_LABEL) {
             self.containers_by_uid.remove(uid, id);
         }
@@ -224,8 +229,11 @@ impl State {
                 .map(|uid| self.sandboxes_by_uid.get(uid))
         };
         let mut items: Vec<&SandboxRecord> = match candidates {
-            Some(ids) => ids.iter().filter_map(|id| self.sandboxes.get(id)).collect(),
-            None => self.sandboxes.values().collect(),
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| self.sandboxes.get(id).map(|b| &**b))
+                .collect(),
+            None => self.sandboxes.values().map(|b| &**b).collect(),
         };
         items.retain(|s| s.matches(filter));
         items.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
@@ -252,8 +260,11 @@ impl State {
             selector.get(POD_UID_LABEL).map(|uid| self.containers_by_uid.get(uid))
         };
         let mut items: Vec<&ContainerRecord> = match candidates {
-            Some(ids) => ids.iter().filter_map(|id| self.containers.get(id)).collect(),
-            None => self.containers.values().collect(),
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| self.containers.get(id).map(|b| &**b))
+                .collect(),
+            None => self.containers.values().map(|b| &**b).collect(),
         };
         items.retain(|c| keep(c));
         items.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));

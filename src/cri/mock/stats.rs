@@ -160,6 +160,7 @@ impl MockRuntime {
         let mut containers: Vec<&ContainerRecord> = st
             .containers
             .values()
+            .map(|c| &**c)
             .filter(|c| c.sandbox_id == s.id && c.state == ContainerState::ContainerRunning)
             .collect();
         containers.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
@@ -251,6 +252,7 @@ impl MockRuntime {
         let mut items: Vec<&SandboxRecord> = st
             .sandboxes
             .values()
+            .map(|s| &**s)
             .filter(|s| s.state == PodSandboxState::SandboxReady && s.id.starts_with(&filter.id))
             .filter(|s| {
                 filter
