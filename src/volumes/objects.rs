@@ -212,16 +212,7 @@ impl ObjectSource for ApiObjects {
                 let (reader, writer) = reflector::store();
                 let api: Api<Service> = Api::all(self.client.clone());
                 let stream = crate::cluster::watch_backoff::backoff_watch(
-                    // Listed from the API server's watch cache, like ConfigMaps
-                    // (see `watch_cache`): the first list is on a pod start's path.
-                    reflector::reflector(
-                        writer,
-                        watcher::watcher(api, {
-                            let mut c = watcher::Config::default().any_semantic();
-                            c.page_size = None;
-                            c
-                        }),
-                    ),
+                    reflector::reflector(writer, watcher::watcher(api, super::watch_cache::cache_list_config())),
                     Default::default(),
                 );
                 tokio::spawn(stream.for_each(|_| futures::future::ready(())));

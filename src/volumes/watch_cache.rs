@@ -27,6 +27,18 @@ use super::objects::{ObjectError, ObjectKey};
 /// How long a first read waits for the object's watch to list it.
 pub const FIRST_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A watcher whose first list is served from the API server's watch cache
+/// (`resourceVersion=0`, what client-go's reflector lists with first)
+/// instead of a consistent read, which on an idle API server waits ~100 ms
+/// for etcd: these lists are on a pod start's path. The watch that follows
+/// brings anything newer. kube leaves `resourceVersion=0` out of a list
+/// with a page size, so there is none.
+pub(super) fn cache_list_config() -> watcher::Config {
+    let mut config = watcher::Config::default().any_semantic();
+    config.page_size = None;
+    config
+}
+
 /// What the watch knows about one object.
 #[derive(Clone, Debug)]
 enum ItemState<K> {
@@ -153,16 +165,7 @@ where
     fn start(&self, namespace: &str, name: &str) -> Item<K> {
         let (tx, rx) = watch::channel(ItemState::Pending);
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
-        // The first list is on a pod start's path: served from the API
-        // server's watch cache (`resourceVersion=0`, what client-go's
-        // reflector lists with first) instead of a consistent read, which
-        // on an idle API server waits ~100 ms for etcd's progress notify.
-        // The watch that follows brings anything newer. (kube leaves
-        // `resourceVersion=0` out of a list with a page size, so none.)
-        let mut config = watcher::Config::default()
-            .fields(&format!("metadata.name={name}"))
-            .any_semantic();
-        config.page_size = None;
+        let config = cache_list_config().fields(&format!("metadata.name={name}"));
         let (kind, name) = (self.kind, name.to_string());
         let ns = namespace.to_string();
         let task = tokio::spawn(async move {
